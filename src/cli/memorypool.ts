@@ -1,0 +1,203 @@
+#!/usr/bin/env node
+import { Command, Option } from 'commander';
+import { loadConfig, type ConfigInput } from '../config.js';
+import { createEmbedder } from '../embedding/create-embedder.js';
+import { AppError, createError, isAppError } from '../errors.js';
+import { createLogger } from '../logger.js';
+import { startServer } from '../main.js';
+import { MemoryService } from '../memory/memory-service.js';
+import { invoke } from '../protocol/invoke.js';
+
+/**
+ * The memorypool command. Every data command goes through the same /invoke router as HTTP,
+ * so the CLI accepts and rejects exactly what the API does. stdout carries JSON only; logs
+ * go to stderr. Exit codes: 0 ok, 2 invalid input, 3 not found, 4 unauthorised,
+ * 5 unavailable, 1 anything else.
+ */
+
+interface GlobalOptions {
+  dataDir?: string;
+  json?: boolean;
+  embedder?: 'onnx' | 'hash' | 'http';
+}
+
+const program = new Command()
+  .name('memorypool')
+  .description('Long-term memory for AI agents: store, search and manage memories (JSON on stdout).\nWith no command and a BIT payload on stdin ({tool_id, tool, invoked_by, params}), runs it like POST /invoke.')
+  .option('--data-dir <dir>', 'data directory (env MEMORYPOOL_DATA_DIR, default ~/.memorypool)')
+  .option('--json', 'compact JSON output (one line)')
+  .addOption(new Option('--embedder <kind>', 'embedder (env MEMORYPOOL_EMBEDDER)').choices(['onnx', 'hash', 'http']))
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description('serve the HTTP API (MemoryPool protocol and the evaluation Add/Search contract)')
+  .option('--host <host>', 'address to listen on (default 127.0.0.1)')
+  .option('--port <port>', 'port (default 8751)')
+  .option('--token <token>', 'require this token on every route but /health (env MEMORYPOOL_TOKEN)')
+  .option('--tokens-file <file>', 'JSON file of tokens scoped to user-id prefixes')
+  .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
+  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string }) => {
+    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays });
+    await startServer(config, { handleSignals: true });
+  });
+
+program
+  .command('add')
+  .description('store a memory')
+  .argument('<text>', 'the memory text')
+  .option('--tags <tags>', 'comma-separated tags')
+  .option('--importance <n>', 'importance from 0 to 1 (default 0.5)')
+  .option('--source <source>', 'where it came from (default "cli")')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (text: string, options: { tags?: string; importance?: string; source?: string; user?: string }) => {
+    await runAction({
+      action: 'add',
+      text,
+      tags: options.tags === undefined ? undefined : options.tags.split(',').map((tag) => tag.trim()).filter(Boolean),
+      importance: numberOrText(options.importance),
+      source: options.source ?? 'cli',
+      user_id: options.user,
+    });
+  });
+
+program
+  .command('search')
+  .description('rank memories for a query')
+  .argument('<query>', 'what to look for')
+  .option('--tag <tag>', 'only memories with this tag')
+  .option('--limit <n>', 'how many (default 10)')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (query: string, options: { tag?: string; limit?: string; user?: string }) => {
+    await runAction({ action: 'search', query, tag: options.tag, limit: options.limit, user_id: options.user });
+  });
+
+program
+  .command('list')
+  .description('list memories, newest first')
+  .option('--tag <tag>', 'only memories with this tag')
+  .option('--limit <n>', 'how many (default 20)')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (options: { tag?: string; limit?: string; user?: string }) => {
+    await runAction({ action: 'list', tag: options.tag, limit: options.limit, user_id: options.user });
+  });
+
+program
+  .command('get')
+  .description('show one memory')
+  .argument('<id>', 'memory id')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (id: string, options: { user?: string }) => {
+    await runAction({ action: 'get', id, user_id: options.user });
+  });
+
+program
+  .command('delete')
+  .description('delete one memory')
+  .argument('<id>', 'memory id')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (id: string, options: { user?: string }) => {
+    await runAction({ action: 'delete', id, user_id: options.user });
+  });
+
+program
+  .command('stats')
+  .description('pool statistics: counts per user, bytes on disk, index state')
+  .option('--user <user_id>', 'only this user')
+  .action(async (options: { user?: string }) => {
+    await runAction({ action: 'stats', user_id: options.user });
+  });
+
+program
+  .command('delete-user')
+  .description('delete everything stored for a user, for good')
+  .argument('<user_id>', 'the user')
+  .action(async (userId: string) => {
+    await withService(async (service) => ({ deleted_user: userId, deleted: await service.deleteUser(userId) }));
+  });
+
+program
+  .command('invoke')
+  .description('run a BIT payload from stdin, like POST /invoke')
+  .action(async () => {
+    await runPayload(await readStdin());
+  });
+
+function globalConfig(): Partial<ConfigInput> {
+  const options = program.opts<GlobalOptions>();
+  return { dataDir: options.dataDir, embedder: options.embedder };
+}
+
+async function runAction(params: Record<string, unknown>): Promise<void> {
+  await runPayload({ tool: 'memorypool', invoked_by: 'cli', params: dropUndefined(params) });
+}
+
+async function runPayload(payload: unknown): Promise<void> {
+  await withService((service) => invoke(service, payload, () => undefined));
+}
+
+async function withService(work: (service: MemoryService) => Promise<unknown>): Promise<void> {
+  const config = loadConfig(globalConfig());
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+  const embedder = createEmbedder(config);
+  const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: false, indexFlushDelayMs: 0 });
+  try {
+    printJson(await work(service));
+  } finally {
+    await service.close();
+    await embedder.close();
+  }
+}
+
+function printJson(value: unknown): void {
+  const compact = program.opts<GlobalOptions>().json || !process.stdout.isTTY;
+  process.stdout.write(JSON.stringify(value, null, compact ? undefined : 2) + '\n');
+}
+
+function numberOrText(value: string | undefined): unknown {
+  if (value === undefined) return undefined;
+  const number = Number(value);
+  return value.trim() !== '' && Number.isFinite(number) ? number : value;
+}
+
+function dropUndefined(params: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
+}
+
+async function readStdin(): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8').trim();
+  if (text === '') throw createError('BAD_REQUEST', 'Expected a BIT payload on stdin: {"tool_id", "tool", "invoked_by", "params"}');
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw createError('MALFORMED_JSON', 'stdin is not valid JSON');
+  }
+}
+
+function exitCodeFor(error: AppError): number {
+  if (error.status === 404) return 3;
+  if (error.status === 401 || error.status === 403) return 4;
+  if (error.status === 503) return 5;
+  if (error.status >= 400 && error.status < 500) return 2;
+  return 1;
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  if (args.length === 0 && !process.stdin.isTTY) {
+    // BIT exec mode: the payload arrives on stdin and the answer is JSON on stdout.
+    await runPayload(await readStdin());
+    return;
+  }
+  await program.parseAsync(process.argv);
+}
+
+main().catch((error: unknown) => {
+  const appError = isAppError(error) ? error : createError('INTERNAL', error instanceof Error ? error.message : String(error));
+  const body = appError.code === 'VALIDATION_FAILED' ? { detail: appError.issues ?? [] } : { detail: { reason: appError.message, code: appError.code } };
+  process.stdout.write(JSON.stringify(body) + '\n');
+  if (!isAppError(error)) process.stderr.write(`memorypool: ${(error as Error)?.stack ?? error}\n`);
+  process.exitCode = exitCodeFor(appError);
+});

@@ -1,0 +1,19 @@
+import type { Config } from '../config.js';
+import type { Embedder } from './embedder.js';
+import { HashEmbedder } from './hash-embedder.js';
+import { HttpEmbedder } from './http-embedder.js';
+import { OnnxEmbedder } from './onnx-embedder.js';
+
+export function createEmbedder(config: Pick<Config, 'embedder' | 'modelDir' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'>): Embedder {
+  switch (config.embedder) {
+    case 'hash':
+      return new HashEmbedder({ dimensions: config.embedderDimensions });
+    case 'http':
+      if (!config.embedderUrl || !config.embedderModel || !config.embedderDimensions) {
+        throw new Error('The http embedder needs MEMORYPOOL_EMBEDDER_URL, MEMORYPOOL_EMBEDDER_MODEL and MEMORYPOOL_EMBEDDER_DIMENSIONS');
+      }
+      return new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey });
+    case 'onnx':
+      return new OnnxEmbedder({ modelDir: config.modelDir });
+  }
+}

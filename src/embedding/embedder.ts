@@ -1,0 +1,18 @@
+/**
+ * The boundary between memorypool and whatever turns text into vectors.
+ * Implementations: the local ONNX model (default), a deterministic hash embedder for tests,
+ * and an OpenAI-compatible HTTP embedder for deployments that must use a hosted model.
+ */
+export interface Embedder {
+  /** Identifies the model and its settings; a change means stored vectors must be re-embedded. */
+  readonly modelId: string;
+  readonly dimensions: number;
+  /** Resolves once the embedder can encode (the model is loaded). */
+  ready(): Promise<void>;
+  /**
+   * Encodes texts to L2-normalised vectors, in input order. Callers never pass empty or
+   * whitespace-only strings (the ONNX model fails on zero tokens).
+   */
+  embed(texts: readonly string[]): Promise<Float32Array[]>;
+  close(): Promise<void>;
+}

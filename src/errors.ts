@@ -1,0 +1,62 @@
+/**
+ * Every error the service reports, in one table: a code, an HTTP status and a message.
+ * Layers throw `createError(code, detail?)`; only the HTTP error handler turns codes into
+ * statuses, and the CLI turns them into exit codes. Nothing branches on message text.
+ */
+export const errors = {
+  BAD_REQUEST: { status: 400, message: 'Bad request' },
+  MALFORMED_JSON: { status: 400, message: 'Request body is not valid JSON' },
+  INVALID_PARAMETER: { status: 400, message: 'Invalid parameter' },
+  UNKNOWN_ACTION: { status: 400, message: 'Unknown action' },
+  VALIDATION_FAILED: { status: 422, message: 'Request validation failed' },
+  UNAUTHORIZED: { status: 401, message: 'Missing or invalid credentials' },
+  FORBIDDEN: { status: 403, message: 'Credentials do not cover this user' },
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  ROUTE_NOT_FOUND: { status: 404, message: 'No such route' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
+  BODY_TOO_LARGE: { status: 413, message: 'Request body is too large' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'Unsupported content type' },
+  NOT_READY: { status: 503, message: 'Service is starting' },
+  SHUTTING_DOWN: { status: 503, message: 'Service is shutting down' },
+  STORAGE_UNAVAILABLE: { status: 503, message: 'Storage is unavailable' },
+  EMBEDDER_UNAVAILABLE: { status: 503, message: 'Embedder is unavailable' },
+  INTERNAL: { status: 500, message: 'Internal error' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errors;
+
+/** One problem in a request, in the evaluation platform's (FastAPI-style) shape. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly issues?: ValidationIssue[];
+
+  constructor(code: ErrorCode, detail?: string, options?: { issues?: ValidationIssue[]; cause?: unknown }) {
+    super(detail ?? errors[code].message, { cause: options?.cause });
+    this.name = 'AppError';
+    this.code = code;
+    this.status = errors[code].status;
+    this.issues = options?.issues;
+  }
+}
+
+export function createError(code: ErrorCode, detail?: string, options?: { issues?: ValidationIssue[]; cause?: unknown }): AppError {
+  return new AppError(code, detail, options);
+}
+
+export function isAppError(error: unknown): error is AppError {
+  return error instanceof AppError;
+}
+
+/** Maps a failed filesystem call to the code a client can act on (retry later vs. give up). */
+export function storageError(cause: unknown): AppError {
+  const errno = (cause as NodeJS.ErrnoException | undefined)?.code;
+  const detail = errno === 'ENOSPC' ? 'disk is full' : errno ? `write failed (${errno})` : 'write failed';
+  return createError('STORAGE_UNAVAILABLE', `Storage is unavailable: ${detail}`, { cause });
+}

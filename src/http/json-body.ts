@@ -1,0 +1,165 @@
+/**
+ * A JSON parser that sees numbers as written. The platform's contract rejects `top_k: 100.0`
+ * but accepts a timestamp of `1704067200000.0`, and `JSON.parse` cannot tell `100.0` from
+ * `100`. This parser records, per object, the keys whose number literal had a fraction or an
+ * exponent. It also bounds nesting depth (deep bodies must be a 400, not a stack overflow)
+ * and never lets a `__proto__` key reach an object's prototype.
+ */
+
+export const MAX_JSON_DEPTH = 64;
+
+export class JsonSyntaxError extends Error {
+  constructor(message: string, readonly position: number) {
+    super(`${message} at position ${position}`);
+    this.name = 'JsonSyntaxError';
+  }
+}
+
+const nonIntegerLiterals = new WeakMap<object, Set<string | number>>();
+
+/** True when `container[key]` was written with a fraction or exponent (`100.0`, `1e2`). */
+export function writtenAsNonInteger(container: unknown, key: string | number): boolean {
+  return typeof container === 'object' && container !== null && (nonIntegerLiterals.get(container)?.has(key) ?? false);
+}
+
+const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
+  let pos = 0;
+
+  const fail = (message: string): never => {
+    throw new JsonSyntaxError(message, pos);
+  };
+  const skipWhitespace = (): void => {
+    while (pos < text.length) {
+      const c = text.charCodeAt(pos);
+      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) pos++;
+      else break;
+    }
+  };
+
+  const parseString = (): string => {
+    pos++; // opening quote
+    let out = '';
+    let runStart = pos;
+    while (pos < text.length) {
+      const c = text.charCodeAt(pos);
+      if (c === 0x22) {
+        out += text.slice(runStart, pos);
+        pos++;
+        return out;
+      }
+      if (c === 0x5c) {
+        out += text.slice(runStart, pos);
+        const escape = text[pos + 1];
+        if (escape === 'u') {
+          const hex = text.slice(pos + 2, pos + 6);
+          if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('Invalid unicode escape');
+          out += String.fromCharCode(parseInt(hex, 16));
+          pos += 6;
+        } else if (escape !== undefined && escape in ESCAPES) {
+          out += ESCAPES[escape];
+          pos += 2;
+        } else {
+          fail('Invalid escape');
+        }
+        runStart = pos;
+        continue;
+      }
+      if (c < 0x20) fail('Unescaped control character in string');
+      pos++;
+    }
+    return fail('Unterminated string');
+  };
+
+  const parseValue = (depth: number, container?: object, key?: string | number): unknown => {
+    skipWhitespace();
+    const c = text[pos];
+    if (c === '{') {
+      if (depth >= maxDepth) fail(`Nesting deeper than ${maxDepth}`);
+      pos++;
+      const object: Record<string, unknown> = {};
+      skipWhitespace();
+      if (text[pos] === '}') {
+        pos++;
+        return object;
+      }
+      for (;;) {
+        skipWhitespace();
+        if (text[pos] !== '"') fail('Expected a string key');
+        const name = parseString();
+        skipWhitespace();
+        if (text[pos] !== ':') fail("Expected ':'");
+        pos++;
+        const value = parseValue(depth + 1, object, name);
+        Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
+        skipWhitespace();
+        if (text[pos] === ',') {
+          pos++;
+          continue;
+        }
+        if (text[pos] === '}') {
+          pos++;
+          return object;
+        }
+        fail("Expected ',' or '}'");
+      }
+    }
+    if (c === '[') {
+      if (depth >= maxDepth) fail(`Nesting deeper than ${maxDepth}`);
+      pos++;
+      const array: unknown[] = [];
+      skipWhitespace();
+      if (text[pos] === ']') {
+        pos++;
+        return array;
+      }
+      for (;;) {
+        array.push(parseValue(depth + 1, array, array.length));
+        skipWhitespace();
+        if (text[pos] === ',') {
+          pos++;
+          continue;
+        }
+        if (text[pos] === ']') {
+          pos++;
+          return array;
+        }
+        fail("Expected ',' or ']'");
+      }
+    }
+    if (c === '"') return parseString();
+    if (text.startsWith('true', pos)) {
+      pos += 4;
+      return true;
+    }
+    if (text.startsWith('false', pos)) {
+      pos += 5;
+      return false;
+    }
+    if (text.startsWith('null', pos)) {
+      pos += 4;
+      return null;
+    }
+    NUMBER.lastIndex = pos;
+    const match = NUMBER.exec(text);
+    if (match && match[0].length > 0) {
+      pos += match[0].length;
+      const value = Number(match[0]);
+      if (!Number.isFinite(value)) fail('Number out of range');
+      if ((match[1] || match[2]) && container !== undefined && key !== undefined) {
+        let keys = nonIntegerLiterals.get(container);
+        if (!keys) nonIntegerLiterals.set(container, (keys = new Set()));
+        keys.add(key);
+      }
+      return value;
+    }
+    return fail(pos >= text.length ? 'Unexpected end of input' : 'Unexpected token');
+  };
+
+  const value = parseValue(0);
+  skipWhitespace();
+  if (pos < text.length) fail('Unexpected data after the JSON value');
+  return value;
+}

@@ -1,0 +1,24 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { assertUserAllowed, type Authenticator, type TokenGrant } from './auth.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The credential's grant; null when the service runs open. Set by the auth hook. */
+    grant: TokenGrant | null;
+  }
+}
+
+/** Routes that answer without credentials. */
+const PUBLIC_ROUTES = new Set(['/health']);
+
+export function authHook(authenticator: Authenticator) {
+  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+    if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    request.grant = authenticator.authenticate(request.headers);
+  };
+}
+
+/** Every route that touches a user's data calls this with the user it resolved. */
+export function authorizeUser(request: FastifyRequest, userId: string): void {
+  assertUserAllowed(request.grant, userId);
+}

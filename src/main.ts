@@ -1,0 +1,75 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { loadConfig, type Config } from './config.js';
+import { createEmbedder } from './embedding/create-embedder.js';
+import { buildApp } from './http/app.js';
+import { Authenticator } from './http/auth.js';
+import { createLogger } from './logger.js';
+import { MemoryService } from './memory/memory-service.js';
+
+export interface RunningServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** config → embedder → service → app → listen; SIGTERM/SIGINT drain and exit 0. */
+export async function startServer(config: Config, options: { handleSignals?: boolean } = {}): Promise<RunningServer> {
+  const logger = createLogger(config.logLevel);
+  const authenticator = Authenticator.fromConfig(config);
+  const embedder = createEmbedder(config);
+  const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: true });
+  const app = await buildApp({ service, authenticator, logger, topKMax: config.topKMax, bodyLimit: config.bodyLimit });
+  const url = await app.listen({ host: config.host, port: config.port });
+  logger.info({ url, data_dir: service.dataDir, memories: service.count, embedder: embedder.modelId }, 'memorypool listening');
+  if (authenticator.open && !isLoopback(config.host)) {
+    logger.warn({ host: config.host }, 'no token configured and listening beyond loopback: anyone who can reach this port can read and write memories (set MEMORYPOOL_TOKEN)');
+  }
+
+  let closing: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      app.startDraining();
+      // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
+      await service.close();
+      await app.close();
+      await embedder.close();
+      logger.info('memorypool stopped');
+    })();
+    return closing;
+  };
+
+  if (options.handleSignals) {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      process.once(signal, () => {
+        logger.info({ signal }, 'draining');
+        close().then(
+          () => process.exit(0),
+          (error) => {
+            logger.error({ err: (error as Error).message }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      });
+    }
+  }
+  return { url, close };
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+function invokedDirectly(): boolean {
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(process.argv[1] ?? '')).href;
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
+  startServer(loadConfig(), { handleSignals: true }).catch((error: Error) => {
+    process.stderr.write(`memorypool: ${error.message}\n`);
+    process.exit(1);
+  });
+}

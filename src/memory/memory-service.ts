@@ -1,0 +1,573 @@
+import { randomUUID } from 'node:crypto';
+import type { Embedder } from '../embedding/embedder.js';
+import { createError, isAppError } from '../errors.js';
+import { denseText, lexicalText, splitIntoUnits, standaloneContent, type UnitText } from '../ingest/message-units.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { analyze, ANALYZER_VERSION } from '../retrieval/analyzer.js';
+import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import { hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
+import { UserCorpus, type CorpusUnit, type PreparedText } from '../retrieval/user-corpus.js';
+import { VectorIndex } from '../retrieval/vector-index.js';
+import { JsonlStore } from '../store/jsonl-store.js';
+import { decodeVector, encodeVector, type StoredRecord } from '../store/stored-record.js';
+import { Mutex } from './mutex.js';
+import type {
+  AddOutcome,
+  ConversationAdd,
+  ListRequest,
+  Memory,
+  NewMemory,
+  SearchHit,
+  SearchRequest,
+} from './types.js';
+
+const INDEX_FILE = 'vectors.hnsw';
+const INDEX_META_FILE = 'vectors.meta.json';
+const INDEX_FLUSH_DELAY_MS = 2_000;
+/** Roles that name no person: a question mentioning "user" is not about a speaker called user. */
+const GENERIC_ROLES = new Set(['user', 'assistant', 'system', 'human', 'ai', 'bot', 'tool', 'agent', 'model']);
+
+export interface MemoryServiceOptions {
+  dataDir: string;
+  embedder: Embedder;
+  logger?: Logger;
+  /** Load every user at open (the server); the CLI loads only the users it touches. */
+  preload?: boolean;
+  weights?: Partial<RetrievalWeights>;
+  /** Flush index caches this long after the last write (ms); 0 flushes only on close. */
+  indexFlushDelayMs?: number;
+}
+
+export interface SearchOverrides {
+  weights?: Partial<RetrievalWeights>;
+}
+
+/** A unit as the peers in eval/ get it: the same texts and the same vector the service uses. */
+export interface ExportedUnit {
+  memory: Memory;
+  lexicalText: string;
+  denseText: string;
+  vector: Float32Array;
+}
+
+export interface PoolStats {
+  count: number;
+  users: number;
+  embedder: { model: string; dimensions: number };
+  per_user: Array<{
+    user_id: string;
+    count: number;
+    sessions: number;
+    bytes_on_disk: number;
+    index: { vectors: number; pending_flush: boolean };
+  }>;
+}
+
+interface UserState {
+  userId: string;
+  lock: Mutex;
+  records: Map<string, StoredRecord>;
+  bySeq: Map<number, StoredRecord>;
+  requestIds: Set<string>;
+  corpus: UserCorpus;
+  nextSeq: number;
+  indexDirty: boolean;
+  flushTimer: NodeJS.Timeout | null;
+  /** Set when the user was deleted; a writer holding this state starts over. */
+  deleted: boolean;
+}
+
+/**
+ * The one API that HTTP, /invoke, the CLI and eval call. It orders every write: embed outside
+ * the lock, then under the user's lock append to the JSONL (fsync) and only then update the
+ * in-memory indexes, so a returned write is both durable and searchable.
+ */
+export class MemoryService {
+  readonly embedder: Embedder;
+  private readonly store: JsonlStore;
+  private readonly logger: Logger;
+  private readonly weights: RetrievalWeights;
+  private readonly flushDelayMs: number;
+  private readonly users = new Map<string, UserState>();
+  private readonly loading = new Map<string, Promise<UserState>>();
+  private readonly pendingAdds = new Map<string, Promise<AddOutcome>>();
+  private readonly preload: boolean;
+  private inFlight = 0;
+  private drained: (() => void) | null = null;
+  private closing = false;
+
+  private constructor(options: MemoryServiceOptions) {
+    this.embedder = options.embedder;
+    this.logger = options.logger ?? silentLogger();
+    this.store = new JsonlStore(options.dataDir, this.logger);
+    this.weights = resolveWeights(options.weights);
+    this.flushDelayMs = options.indexFlushDelayMs ?? INDEX_FLUSH_DELAY_MS;
+    this.preload = options.preload ?? true;
+  }
+
+  static async open(options: MemoryServiceOptions): Promise<MemoryService> {
+    const service = new MemoryService(options);
+    await service.store.init();
+    await service.embedder.ready();
+    if (service.preload) {
+      for (const userId of await service.store.listUsers()) await service.user(userId);
+    }
+    return service;
+  }
+
+  get dataDir(): string {
+    return this.store.dataDir;
+  }
+
+  /** Memories held in loaded users (all users when preloaded). */
+  get count(): number {
+    let total = 0;
+    for (const state of this.users.values()) total += state.records.size;
+    return total;
+  }
+
+  async addMemory(input: NewMemory): Promise<Memory> {
+    return this.track(async () => {
+      const now = Date.now();
+      const unit: UnitText = { text: input.text.trim(), timeMs: now, tags: input.tags };
+      const [vector] = await this.embed([denseText(unit)]);
+      const state = await this.user(input.userId);
+      return this.underLock(input.userId, state, async (current) => {
+        const record: StoredRecord = {
+          id: randomUUID(),
+          user_id: input.userId,
+          text: unit.text,
+          tags: input.tags ?? [],
+          importance: input.importance ?? 0.5,
+          source: input.source ?? 'cli',
+          created_at: new Date(now).toISOString(),
+          seq: current.nextSeq,
+          vec: encodeVector(vector),
+          model: this.embedder.modelId,
+        };
+        await this.store.append(input.userId, [record]);
+        this.admit(current, [{ record, vector }]);
+        return publicMemory(record);
+      });
+    });
+  }
+
+  /**
+   * Stores an evaluation-platform Add. Idempotent on (request_id, user_id): a repeat, even one
+   * racing the first or arriving after a restart, stores nothing and reports `stored: false`;
+   * the first body wins.
+   */
+  async addConversation(input: ConversationAdd): Promise<AddOutcome> {
+    const key = JSON.stringify([input.userId, input.requestId]);
+    const pending = this.pendingAdds.get(key);
+    if (pending) {
+      await pending.catch(() => undefined);
+      // The first attempt failed: this one is a retry in its own right.
+      if (!this.pendingAdds.has(key)) return this.addConversation(input);
+      return { stored: false, units: 0 };
+    }
+    const attempt = this.track(() => this.storeConversation(input));
+    this.pendingAdds.set(key, attempt);
+    try {
+      return await attempt;
+    } finally {
+      this.pendingAdds.delete(key);
+    }
+  }
+
+  async search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+    return this.track(async () => {
+      const state = await this.existingUser(request.userId);
+      if (!state || state.records.size === 0) return [];
+      const weights = overrides.weights ? resolveWeights({ ...this.weights, ...overrides.weights }) : this.weights;
+      const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
+      const texts = [request.query.trim() || request.query, ...options];
+      const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)));
+      const prepared: PreparedText[] = texts.map((text, i) => ({ terms: analyze(text), vector: vectors[i] }));
+      const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
+      if (request.tag) wantedTags.add(request.tag.toLowerCase());
+      const tag = request.tag;
+      const ranked = state.corpus.search(
+        {
+          main: prepared[0],
+          options: prepared.slice(1),
+          speaker: namedSpeaker(request.query, state.corpus.speakers),
+          wantedTags,
+          whenQuestion: isWhenQuestion(request.query),
+          period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
+          filter: tag === undefined ? undefined : (seq) => state.bySeq.get(seq)?.tags.includes(tag) ?? false,
+        },
+        weights,
+        request.limit,
+      );
+      const hits: SearchHit[] = [];
+      for (const { seq, score } of ranked) {
+        const record = state.bySeq.get(seq);
+        if (!record) continue;
+        hits.push({ memory: publicMemory(record), content: standaloneContent(unitText(record)), score: roundScore(score) });
+      }
+      return hits;
+    });
+  }
+
+  /** Newest first. */
+  async list(request: ListRequest): Promise<Memory[]> {
+    const state = await this.existingUser(request.userId);
+    if (!state) return [];
+    const out: Memory[] = [];
+    const seqs = [...state.bySeq.keys()].sort((a, b) => b - a);
+    for (const seq of seqs) {
+      const record = state.bySeq.get(seq)!;
+      if (request.tag !== undefined && !record.tags.includes(request.tag)) continue;
+      out.push(publicMemory(record));
+      if (out.length >= request.limit) break;
+    }
+    return out;
+  }
+
+  async get(userId: string, id: string): Promise<Memory> {
+    const record = (await this.existingUser(userId))?.records.get(id);
+    if (!record) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+    return publicMemory(record);
+  }
+
+  /** Deletes one memory: rewrites only its owner's file, then drops it from every index. */
+  async delete(userId: string, id: string): Promise<void> {
+    await this.track(async () => {
+      const state = await this.existingUser(userId);
+      if (!state?.records.has(id)) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+      await this.underLock(userId, state, async (current) => {
+        const record = current.records.get(id);
+        if (!record) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+        const remaining = [...current.bySeq.values()].filter((other) => other.id !== id).sort((a, b) => a.seq - b.seq);
+        await this.store.rewrite(userId, remaining);
+        current.records.delete(id);
+        current.bySeq.delete(record.seq);
+        current.corpus.remove(record.seq);
+        this.markIndexDirty(current);
+      });
+    });
+  }
+
+  /** Removes everything stored for a user, files included. Returns how many memories it held. */
+  async deleteUser(userId: string): Promise<number> {
+    return this.track(async () => {
+      const state = await this.user(userId);
+      return state.lock.run(async () => {
+        const count = state.records.size;
+        if (state.flushTimer) clearTimeout(state.flushTimer);
+        state.flushTimer = null;
+        state.deleted = true;
+        this.users.delete(userId);
+        await this.store.deleteUser(userId);
+        return count;
+      });
+    });
+  }
+
+  /** Every unit of a user with the texts and vector the service searches (for eval's peers, export). */
+  async exportUnits(userId: string): Promise<ExportedUnit[]> {
+    const state = await this.existingUser(userId);
+    if (!state) return [];
+    return [...state.bySeq.values()]
+      .sort((a, b) => a.seq - b.seq)
+      .map((record) => {
+        const text = unitText(record);
+        return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: decodeVector(record.vec!) };
+      });
+  }
+
+  async listUsers(): Promise<string[]> {
+    if (this.preload) return [...this.users.keys()].sort();
+    return this.store.listUsers();
+  }
+
+  async stats(): Promise<PoolStats> {
+    const userIds = await this.listUsers();
+    const perUser: PoolStats['per_user'] = [];
+    let count = 0;
+    for (const userId of userIds) {
+      const state = await this.existingUser(userId);
+      if (!state) continue;
+      const usage = await this.store.diskUsage(userId);
+      const sessions = new Set([...state.records.values()].map((record) => record.session_id).filter(Boolean));
+      count += state.records.size;
+      perUser.push({
+        user_id: userId,
+        count: state.records.size,
+        sessions: sessions.size,
+        bytes_on_disk: Object.values(usage).reduce((sum, size) => sum + size, 0),
+        index: { vectors: state.corpus.vectors.size, pending_flush: state.indexDirty },
+      });
+    }
+    return {
+      count,
+      users: perUser.length,
+      embedder: { model: this.embedder.modelId, dimensions: this.embedder.dimensions },
+      per_user: perUser,
+    };
+  }
+
+  /** Stops new work, waits for work in flight, writes the index caches. */
+  async close(): Promise<void> {
+    this.closing = true;
+    if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    for (const state of this.users.values()) {
+      if (state.flushTimer) clearTimeout(state.flushTimer);
+      state.flushTimer = null;
+      if (state.indexDirty) await this.flushIndex(state).catch((error) => this.logger.error({ err: errorMessage(error) }, 'index flush failed at close'));
+    }
+  }
+
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  /** Writes every pending index cache now (otherwise done a moment after the last write). */
+  async flushIndexes(): Promise<void> {
+    for (const state of this.users.values()) if (state.indexDirty) await this.flushIndex(state);
+  }
+
+  private async storeConversation(input: ConversationAdd): Promise<AddOutcome> {
+    const known = await this.user(input.userId);
+    if (known.requestIds.has(input.requestId)) return { stored: false, units: 0 };
+    const receivedAt = Date.now();
+    const drafts: Array<{ unit: UnitText; messageIndex: number; part: number; parts: number }> = [];
+    input.messages.forEach((message, messageIndex) => {
+      const timeMs = message.timestamp ?? receivedAt;
+      const parts = splitIntoUnits(message.content);
+      parts.forEach((text, part) => drafts.push({ unit: { text, role: message.role.trim(), timeMs }, messageIndex, part, parts: parts.length }));
+    });
+    const vectors = await this.embed(drafts.map((draft) => denseText(draft.unit)));
+    const state = await this.user(input.userId);
+    return this.underLock(input.userId, state, async (current) => {
+      if (current.requestIds.has(input.requestId)) return { stored: false, units: 0 };
+      const createdAt = new Date(receivedAt).toISOString();
+      const admitted = drafts.map((draft, i) => {
+        const record: StoredRecord = {
+          id: randomUUID(),
+          user_id: input.userId,
+          text: draft.unit.text,
+          tags: [],
+          importance: 0.5,
+          source: 'add',
+          created_at: createdAt,
+          session_id: input.sessionId,
+          role: draft.unit.role,
+          occurred_at: new Date(draft.unit.timeMs).toISOString(),
+          request_id: input.requestId,
+          message_index: draft.messageIndex,
+          ...(draft.parts > 1 ? { part: draft.part, parts: draft.parts } : {}),
+          seq: current.nextSeq + i,
+          batch: drafts.length,
+          vec: encodeVector(vectors[i]),
+          model: this.embedder.modelId,
+        };
+        return { record, vector: vectors[i] };
+      });
+      await this.store.append(input.userId, admitted.map(({ record }) => record));
+      this.admit(current, admitted);
+      return { stored: true, units: admitted.length };
+    });
+  }
+
+  /** Runs a write under the user's lock, starting over if the user was deleted meanwhile. */
+  private async underLock<T>(userId: string, state: UserState, task: (state: UserState) => Promise<T>): Promise<T> {
+    let current = state;
+    for (;;) {
+      const result = await current.lock.run(async () => (current.deleted ? undefined : { value: await task(current) }));
+      if (result) return result.value;
+      current = await this.user(userId);
+    }
+  }
+
+  private admit(state: UserState, admitted: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>): void {
+    const units: CorpusUnit[] = [];
+    for (const { record, vector } of admitted) {
+      state.records.set(record.id, record);
+      state.bySeq.set(record.seq, record);
+      if (record.request_id !== undefined) state.requestIds.add(record.request_id);
+      state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
+      units.push(corpusUnit(record, vector));
+    }
+    state.corpus.add(units);
+    this.markIndexDirty(state);
+  }
+
+  private markIndexDirty(state: UserState): void {
+    state.indexDirty = true;
+    if (this.flushDelayMs <= 0 || this.closing) return;
+    if (state.flushTimer) clearTimeout(state.flushTimer);
+    state.flushTimer = setTimeout(() => {
+      state.flushTimer = null;
+      this.flushIndex(state).catch((error) => this.logger.warn({ err: errorMessage(error) }, 'index cache flush failed; it is rebuilt from the JSONL on the next start'));
+    }, this.flushDelayMs);
+    state.flushTimer.unref();
+  }
+
+  /** The HNSW file is a cache: written under the lock (hnswlib must not be added to while it writes), temp file then rename. */
+  private async flushIndex(state: UserState): Promise<void> {
+    await state.lock.run(async () => {
+      if (state.deleted || !state.indexDirty) return;
+      state.indexDirty = false;
+      try {
+        await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => state.corpus.vectors.write(temp));
+        const meta = { model: this.embedder.modelId, dimensions: this.embedder.dimensions, analyzer: ANALYZER_VERSION };
+        await this.store.writeCacheText(state.userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
+      } catch (error) {
+        state.indexDirty = true;
+        throw error;
+      }
+    });
+  }
+
+  /** A loaded user, or null for one that has nothing stored (no state is kept for it). */
+  private async existingUser(userId: string): Promise<UserState | null> {
+    const loaded = this.users.get(userId);
+    if (loaded) return loaded;
+    if (this.preload && !this.loading.has(userId)) return null;
+    const state = await this.user(userId);
+    return state.records.size > 0 ? state : null;
+  }
+
+  private user(userId: string): Promise<UserState> {
+    const loaded = this.users.get(userId);
+    if (loaded) return Promise.resolve(loaded);
+    let loading = this.loading.get(userId);
+    if (!loading) {
+      loading = this.loadUser(userId).finally(() => this.loading.delete(userId));
+      this.loading.set(userId, loading);
+    }
+    return loading;
+  }
+
+  private async loadUser(userId: string): Promise<UserState> {
+    const { records } = await this.store.load(userId);
+    const vectors = await this.vectorsFor(userId, records);
+    const { index, fromCache } = await this.openVectorIndex(userId, records.length);
+    const corpus = new UserCorpus(index);
+    const live = new Set(records.map((record) => record.seq));
+    if (fromCache) for (const label of index.labels()) if (!live.has(label)) index.markDeletedOnLoad(label);
+    corpus.add(records.map((record, i) => corpusUnit(record, vectors[i])), !fromCache);
+    const state: UserState = {
+      userId,
+      lock: new Mutex(),
+      records: new Map(records.map((record) => [record.id, record])),
+      bySeq: new Map(records.map((record) => [record.seq, record])),
+      requestIds: new Set(records.flatMap((record) => (record.request_id === undefined ? [] : [record.request_id]))),
+      corpus,
+      nextSeq: records.reduce((max, record) => Math.max(max, record.seq + 1), 0),
+      indexDirty: false,
+      flushTimer: null,
+      deleted: false,
+    };
+    this.users.set(userId, state);
+    if (records.length > 0 && (!fromCache || index.size !== records.length)) this.markIndexDirty(state);
+    return state;
+  }
+
+  /** Stored vectors, re-embedding (and rewriting the file) where the model changed since they were written. */
+  private async vectorsFor(userId: string, records: StoredRecord[]): Promise<Float32Array[]> {
+    const stale = records.filter((record) => record.model !== this.embedder.modelId || record.vec === undefined);
+    if (stale.length > 0) {
+      this.logger.info({ records: stale.length, model: this.embedder.modelId }, 'embedding model changed: re-embedding stored memories');
+      const fresh = await this.embed(stale.map((record) => denseText(unitText(record))));
+      stale.forEach((record, i) => {
+        record.vec = encodeVector(fresh[i]);
+        record.model = this.embedder.modelId;
+      });
+      await this.store.rewrite(userId, records);
+    }
+    return records.map((record) => decodeVector(record.vec!));
+  }
+
+  private async openVectorIndex(userId: string, count: number): Promise<{ index: VectorIndex; fromCache: boolean }> {
+    const metaPath = this.store.cacheFilePath(userId, INDEX_META_FILE);
+    try {
+      const text = await this.store.readCacheText(userId, INDEX_META_FILE);
+      if (text === null) return { index: VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2)), fromCache: false };
+      const meta = JSON.parse(text) as { model?: string; dimensions?: number };
+      if (meta.model === this.embedder.modelId && meta.dimensions === this.embedder.dimensions) {
+        const index = await VectorIndex.read(this.store.cacheFilePath(userId, INDEX_FILE), this.embedder.dimensions);
+        return { index, fromCache: true };
+      }
+      this.logger.info({ user_index: metaPath }, 'vector index was built by another model: rebuilding');
+    } catch (error) {
+      this.logger.warn({ file: metaPath, err: errorMessage(error) }, 'vector index unreadable: rebuilding from the JSONL');
+    }
+    return { index: VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2)), fromCache: false };
+  }
+
+  private async embed(texts: string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    try {
+      return await this.embedder.embed(texts);
+    } catch (error) {
+      if (isAppError(error)) throw error;
+      throw createError('EMBEDDER_UNAVAILABLE', `Embedder failed: ${errorMessage(error)}`, { cause: error });
+    }
+  }
+
+  /** Counts work in flight so that close() can wait for it; refuses new work once closing. */
+  private async track<T>(work: () => Promise<T>): Promise<T> {
+    if (this.closing) throw createError('SHUTTING_DOWN');
+    this.inFlight++;
+    try {
+      return await work();
+    } finally {
+      this.inFlight--;
+      if (this.inFlight === 0 && this.drained) {
+        this.drained();
+        this.drained = null;
+      }
+    }
+  }
+}
+
+function unitText(record: StoredRecord): UnitText {
+  return {
+    text: record.text,
+    role: record.role,
+    timeMs: Date.parse(record.occurred_at ?? record.created_at),
+    tags: record.tags,
+  };
+}
+
+function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
+  const text = unitText(record);
+  return {
+    seq: record.seq,
+    vector,
+    terms: analyze(lexicalText(text)),
+    speaker: record.role ? record.role.toLowerCase() : null,
+    sessionId: record.session_id ?? null,
+    timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
+    importance: record.importance,
+    tags: record.tags.map((tag) => tag.toLowerCase()),
+    hasTimeExpression: hasTimeExpression(record.text),
+  };
+}
+
+function publicMemory(record: StoredRecord): Memory {
+  const { seq: _seq, batch: _batch, vec: _vec, model: _model, ...memory } = record;
+  return memory;
+}
+
+/** The one known speaker a query names by name, if exactly one. */
+export function namedSpeaker(query: string, speakers: readonly string[]): string | null {
+  const words = new Set(query.toLowerCase().match(/[\p{L}\p{N}'’-]+/gu) ?? []);
+  const named = speakers.filter((speaker) => {
+    if (GENERIC_ROLES.has(speaker)) return false;
+    const first = speaker.split(/\s+/)[0];
+    return words.has(speaker) || words.has(first) || words.has(`${first}'s`) || words.has(`${first}’s`);
+  });
+  return named.length === 1 ? named[0] : null;
+}
+
+function roundScore(score: number): number {
+  return Math.round(score * 1e6) / 1e6;
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,98 @@
+import { z } from 'zod';
+import { createError } from '../errors.js';
+import type { MemoryService } from '../memory/memory-service.js';
+import { parseOr400 } from '../http/validation.js';
+import {
+  addParamsSchema,
+  DEFAULT_USER,
+  idParamsSchema,
+  listParamsSchema,
+  searchParamsSchema,
+  userScopeSchema,
+} from './memorypool-schemas.js';
+
+/** The BIT tool-call envelope that /invoke and the CLI's stdin take. */
+export const invokePayloadSchema = z.object({
+  tool_id: z.unknown().optional(),
+  tool: z.unknown().optional(),
+  invoked_by: z.unknown().optional(),
+  params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
+});
+
+export const INVOKE_ACTIONS = ['add', 'search', 'list', 'get', 'delete', 'stats'] as const;
+type Action = (typeof INVOKE_ACTIONS)[number];
+
+/** Called with each user an action touches, before it is touched (token scopes). */
+export type UserCheck = (userId: string) => void;
+
+/**
+ * Routes a tool call on `params.action`, falling back to `params.tool`, then the envelope's
+ * `tool`; each action validates with the same schema as its HTTP route.
+ */
+export async function invoke(service: MemoryService, payload: unknown, checkUser: UserCheck): Promise<unknown> {
+  const envelope = parseOr400(invokePayloadSchema, payload);
+  const params = envelope.params ?? {};
+  const action = pickAction(params.action, params.tool, envelope.tool);
+  switch (action) {
+    case 'add': {
+      const input = parseOr400(addParamsSchema, params);
+      const userId = input.user_id ?? DEFAULT_USER;
+      checkUser(userId);
+      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, source: input.source ?? 'invoke' });
+    }
+    case 'search': {
+      const input = parseOr400(searchParamsSchema, params);
+      checkUser(input.user_id);
+      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag });
+      return hits.map((hit) => ({ ...hit.memory, score: hit.score }));
+    }
+    case 'list': {
+      const input = parseOr400(listParamsSchema, params);
+      checkUser(input.user_id);
+      return service.list({ userId: input.user_id, limit: input.limit, tag: input.tag });
+    }
+    case 'get': {
+      const input = parseOr400(idParamsSchema, params);
+      const userId = input.user_id ?? DEFAULT_USER;
+      checkUser(userId);
+      return service.get(userId, input.id);
+    }
+    case 'delete': {
+      const input = parseOr400(idParamsSchema, params);
+      const userId = input.user_id ?? DEFAULT_USER;
+      checkUser(userId);
+      await service.delete(userId, input.id);
+      return { deleted: input.id };
+    }
+    case 'stats': {
+      const input = parseOr400(userScopeSchema, params);
+      if (input.user_id !== undefined) checkUser(input.user_id);
+      return poolStats(service, checkUser, input.user_id);
+    }
+  }
+}
+
+function pickAction(...candidates: unknown[]): Action {
+  const named = candidates.find((candidate) => typeof candidate === 'string' && candidate.trim() !== '') as string | undefined;
+  if (named === undefined) throw createError('UNKNOWN_ACTION', `params.action is required: one of ${INVOKE_ACTIONS.join(', ')}`);
+  const action = named.trim().toLowerCase();
+  if ((INVOKE_ACTIONS as readonly string[]).includes(action)) return action as Action;
+  throw createError('UNKNOWN_ACTION', `Unknown action ${JSON.stringify(named)}: expected one of ${INVOKE_ACTIONS.join(', ')}`);
+}
+
+/** Pool statistics restricted to the users the caller may see (all of them with an unscoped token). */
+export async function poolStats(service: MemoryService, checkUser: UserCheck, onlyUser?: string): Promise<unknown> {
+  const stats = await service.stats();
+  const visible = stats.per_user.filter((entry) => (onlyUser === undefined || entry.user_id === onlyUser) && allowed(checkUser, entry.user_id));
+  if (visible.length === stats.per_user.length) return stats;
+  return { ...stats, count: visible.reduce((sum, entry) => sum + entry.count, 0), users: visible.length, per_user: visible };
+}
+
+function allowed(checkUser: UserCheck, userId: string): boolean {
+  try {
+    checkUser(userId);
+    return true;
+  } catch {
+    return false;
+  }
+}

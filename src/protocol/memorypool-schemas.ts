@@ -1,0 +1,60 @@
+import { z } from 'zod';
+
+/**
+ * The MemoryPool protocol's request shapes, shared by the HTTP routes, /invoke and the CLI's
+ * BIT payloads, so every door accepts and rejects exactly the same input.
+ */
+
+export const DEFAULT_USER = 'default';
+export const DEFAULT_SEARCH_LIMIT = 10;
+export const DEFAULT_LIST_LIMIT = 20;
+export const MAX_LIMIT = 1000;
+
+const nonBlank = (field: string) =>
+  z
+    .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be a string`) })
+    .refine((value) => value.trim() !== '', { error: `${field} must not be empty` });
+
+const userId = nonBlank('user_id').optional();
+
+/** A positive integer, from JSON or from a query string ("10"); clamped to MAX_LIMIT. */
+const limit = z
+  .union([z.number(), z.string().regex(/^\s*\d+\s*$/).transform(Number)], { error: 'limit must be a positive integer' })
+  .refine((value) => Number.isInteger(value) && value > 0, { error: 'limit must be a positive integer' })
+  .transform((value) => Math.min(value, MAX_LIMIT))
+  .optional();
+
+const tag = nonBlank('tag').optional();
+
+export const addParamsSchema = z.object({
+  text: nonBlank('text'),
+  tags: z.array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' }).max(256).optional(),
+  importance: z
+    .number({ error: 'importance must be a number between 0 and 1' })
+    .min(0, { error: 'importance must be between 0 and 1' })
+    .max(1, { error: 'importance must be between 0 and 1' })
+    .optional(),
+  source: nonBlank('source').optional(),
+  user_id: userId,
+});
+
+export const searchParamsSchema = z
+  .object({ query: z.unknown().optional(), q: z.unknown().optional(), tag, limit, user_id: userId })
+  .transform((value, ctx) => {
+    const query = value.query ?? value.q;
+    if (typeof query !== 'string' || query.trim() === '') {
+      ctx.addIssue({ code: 'custom', path: ['query'], message: query === undefined ? 'is required' : 'must be a non-empty string' });
+      return z.NEVER;
+    }
+    return { query, tag: value.tag, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, user_id: value.user_id ?? DEFAULT_USER };
+  });
+
+export const listParamsSchema = z
+  .object({ tag, limit, user_id: userId })
+  .transform((value) => ({ tag: value.tag, limit: value.limit ?? DEFAULT_LIST_LIMIT, user_id: value.user_id ?? DEFAULT_USER }));
+
+export const idParamsSchema = z.object({ id: nonBlank('id'), user_id: userId });
+
+export const userScopeSchema = z.object({ user_id: userId });
+
+export type AddParams = z.infer<typeof addParamsSchema>;

@@ -1,0 +1,82 @@
+/**
+ * The terms of the fused search score, each a pure function of plain numbers so that a unit
+ * test can pin it. How they combine (see `hybrid-search.ts`):
+ *
+ *   base(u)  = denseWeight · norm(dense(u)) + (1 − denseWeight) · norm(bm25(u))
+ *              + optionWeight · max over options of the same base for the option's text
+ *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
+ *                + speaker, tag, time-cue and period boosts )
+ *              · importanceMultiplier · decayMultiplier
+ *
+ * dense(u) is the cosine between the query and the unit's vector blended with its previous
+ * turn's (`contextCosine`); norm is min-max over the candidates, which keeps BM25's unbounded
+ * scale from swamping the cosine (reciprocal rank fusion gave the weak dense list too much say).
+ */
+
+const DAY_MS = 86_400_000;
+
+/** Min-max normalisation to [0, 1]; a list with no spread maps to 0 (it cannot rank anything). */
+export function minMaxNormalize(values: ArrayLike<number>): Float64Array {
+  const out = new Float64Array(values.length);
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    if (values[i] < min) min = values[i];
+    if (values[i] > max) max = values[i];
+  }
+  const spread = max - min;
+  if (!(spread > 0)) return out;
+  for (let i = 0; i < values.length; i++) out[i] = (values[i] - min) / spread;
+  return out;
+}
+
+export function weightedSum(dense: number, lexical: number, denseWeight: number): number {
+  return denseWeight * dense + (1 - denseWeight) * lexical;
+}
+
+/**
+ * Cosine between the query q and the normalised sum v + α·p of a unit's vector v and its
+ * previous turn's p, from the dot products alone: (q·v + α q·p) / |v + α p|, with
+ * |v + α p|² = 1 + α² + 2α v·p for unit vectors. α = 0 (or no previous turn) gives q·v.
+ */
+export function contextCosine(queryDotSelf: number, queryDotPrevious: number | undefined, selfDotPrevious: number | undefined, alpha: number): number {
+  if (alpha === 0 || queryDotPrevious === undefined || selfDotPrevious === undefined) return queryDotSelf;
+  const norm = Math.sqrt(Math.max(1e-12, 1 + alpha * alpha + 2 * alpha * selfDotPrevious));
+  return (queryDotSelf + alpha * queryDotPrevious) / norm;
+}
+
+/** Adds a share of the better neighbour's base score: the question's words often sit in the turn next to the answer. */
+export function withNeighbours(base: number, previous: number | undefined, next: number | undefined, weight: number): number {
+  const better = Math.max(previous ?? 0, next ?? 0);
+  return base + weight * better;
+}
+
+/** A bounded multiplier around 1 (importance 0.5 is neutral): importance reorders, it never filters. */
+export function importanceMultiplier(importance: number, weight: number): number {
+  const clamped = Math.min(1, Math.max(0, Number.isFinite(importance) ? importance : 0.5));
+  return 1 + weight * (clamped - 0.5);
+}
+
+/**
+ * Exponential decay with the given half-life, applied to a share `weight` of the score. Age is
+ * measured from the user's newest memory, so a years-old benchmark conversation is not
+ * flattened by today's date.
+ */
+export function decayMultiplier(ageMs: number, halfLifeDays: number, weight: number): number {
+  if (weight === 0 || halfLifeDays <= 0) return 1;
+  const ageDays = Math.max(0, ageMs) / DAY_MS;
+  return 1 - weight + weight * Math.pow(0.5, ageDays / halfLifeDays);
+}
+
+/** Number of wanted tags (lowercase) the unit carries exactly, times the boost. */
+export function tagBoost(unitTags: readonly string[], wantedTags: ReadonlySet<string>, boost: number): number {
+  if (wantedTags.size === 0 || unitTags.length === 0) return 0;
+  let hits = 0;
+  for (const tag of unitTags) if (wantedTags.has(tag.toLowerCase())) hits++;
+  return hits * boost;
+}
+
+/** Deterministic order: higher score first, then newer (higher seq). */
+export function compareRanked(a: { score: number; seq: number }, b: { score: number; seq: number }): number {
+  return b.score - a.score || b.seq - a.seq;
+}

@@ -1,0 +1,53 @@
+/**
+ * Every weight of the fused search score, in one place. `fuse-scores.ts` documents how each
+ * term enters the score; the defaults come from the dev-split measurements in eval/README.md
+ * (checked on both LoCoMo and LongMemEval, never tuned to one alone).
+ */
+export interface RetrievalWeights {
+  /** Share of the min-max normalised dense (cosine) score in the base score; the rest is BM25. 0 = BM25 only, 1 = dense only. */
+  denseWeight: number;
+  /** Weight of the previous turn's vector blended into a turn's dense vector (the question often sits in the turn before the answer). */
+  contextWeight: number;
+  /** Share of the better session neighbour's base score added to a unit's score. */
+  neighbourWeight: number;
+  /** Added to units spoken by the one known speaker a query names (soft: never a filter). */
+  speakerBoost: number;
+  /** Added per query tag (or query word) that equals one of the unit's tags exactly. */
+  tagBoost: number;
+  /** Added to units holding a time expression when the query asks "when". */
+  timeCueBoost: number;
+  /** Added to units whose time falls in a period the query names ("in May 2023"). */
+  periodBoost: number;
+  /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
+  importanceWeight: number;
+  /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
+  decayWeight: number;
+  /** Half-life of the decay in days; age is measured from the user's newest memory, not from today. */
+  decayHalfLifeDays: number;
+  /** Share of an option's (multiple-choice answer's) score added to the query's. */
+  optionWeight: number;
+  /** Users with at most this many units are scored exhaustively; larger ones take HNSW candidates. */
+  exhaustiveLimit: number;
+  /** Candidates taken from each list (BM25, HNSW) for users above `exhaustiveLimit`. */
+  candidatePool: number;
+}
+
+export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.freeze({
+  denseWeight: 0.4,
+  contextWeight: 0.5,
+  neighbourWeight: 0.5,
+  speakerBoost: 0.15,
+  tagBoost: 0.2,
+  timeCueBoost: 0.05,
+  periodBoost: 0.1,
+  importanceWeight: 0.2,
+  decayWeight: 0.05,
+  decayHalfLifeDays: 30,
+  optionWeight: 0.3,
+  exhaustiveLimit: 20_000,
+  candidatePool: 1000,
+});
+
+export function resolveWeights(overrides?: Partial<RetrievalWeights>): RetrievalWeights {
+  return { ...DEFAULT_RETRIEVAL_WEIGHTS, ...overrides };
+}

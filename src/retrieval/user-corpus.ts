@@ -1,0 +1,253 @@
+import { Bm25Index } from './bm25-index.js';
+import {
+  compareRanked,
+  contextCosine,
+  decayMultiplier,
+  importanceMultiplier,
+  minMaxNormalize,
+  tagBoost,
+  weightedSum,
+  withNeighbours,
+} from './fuse-scores.js';
+import type { RetrievalWeights } from './retrieval-config.js';
+import { VectorIndex } from './vector-index.js';
+
+/** What retrieval knows of one stored unit. */
+export interface CorpusUnit {
+  seq: number;
+  vector: Float32Array;
+  /** Index terms of the unit's lexical text (analyzer output). */
+  terms: readonly string[];
+  /** Lowercased speaker name, or null. */
+  speaker: string | null;
+  sessionId: string | null;
+  timeMs: number;
+  importance: number;
+  /** Lowercased tags. */
+  tags: readonly string[];
+  hasTimeExpression: boolean;
+}
+
+/** A query made ready for scoring: its terms and its vector. */
+export interface PreparedText {
+  terms: readonly string[];
+  vector: Float32Array;
+}
+
+export interface CorpusQuery {
+  main: PreparedText;
+  /** Extra queries (multiple-choice answers) fused into the main one. */
+  options: readonly PreparedText[];
+  /** Lowercased speaker the query names, if exactly one known speaker. */
+  speaker: string | null;
+  /** Lowercased tags whose exact presence on a unit is rewarded. */
+  wantedTags: ReadonlySet<string>;
+  whenQuestion: boolean;
+  period: { startMs: number; endMs: number } | null;
+  /** Keeps only units passing it (a tag filter), applied before the cut. */
+  filter?: (seq: number) => boolean;
+}
+
+export interface RankedUnit {
+  seq: number;
+  score: number;
+}
+
+interface UnitLinks {
+  unit: CorpusUnit;
+  previous: CorpusUnit | null;
+  next: CorpusUnit | null;
+  /** v·p with the previous unit's vector, for the context blend. */
+  selfDotPrevious: number | undefined;
+}
+
+/**
+ * One user's searchable memory: a BM25 index, an HNSW index and the units' vectors, plus the
+ * session order that links each turn to its neighbours. Scoring follows `fuse-scores.ts`.
+ */
+export class UserCorpus {
+  readonly vectors: VectorIndex;
+  private readonly lexical = new Bm25Index();
+  private readonly links = new Map<number, UnitLinks>();
+  private readonly sessions = new Map<string, CorpusUnit[]>();
+  private readonly speakerCounts = new Map<string, number>();
+  private newestTime = -Infinity;
+
+  constructor(vectors: VectorIndex) {
+    this.vectors = vectors;
+  }
+
+  get size(): number {
+    return this.links.size;
+  }
+
+  /** Time of the user's newest unit (decay and relative dates count from it), or now when empty. */
+  get newestTimeMs(): number {
+    return Number.isFinite(this.newestTime) ? this.newestTime : Date.now();
+  }
+
+  get speakers(): string[] {
+    return [...this.speakerCounts.keys()];
+  }
+
+  has(seq: number): boolean {
+    return this.links.has(seq);
+  }
+
+  /** Adds units; `indexVectors` false when the HNSW index was loaded from disk already holding them. */
+  add(units: readonly CorpusUnit[], indexVectors = true): void {
+    const touchedSessions = new Set<string>();
+    for (const unit of units) {
+      if (this.links.has(unit.seq)) this.remove(unit.seq);
+      this.links.set(unit.seq, { unit, previous: null, next: null, selfDotPrevious: undefined });
+      this.lexical.add(unit.seq, unit.terms);
+      if (indexVectors || !this.vectors.has(unit.seq)) this.vectors.add(unit.seq, unit.vector);
+      if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
+      if (unit.timeMs > this.newestTime) this.newestTime = unit.timeMs;
+      if (unit.sessionId !== null) {
+        let session = this.sessions.get(unit.sessionId);
+        if (!session) this.sessions.set(unit.sessionId, (session = []));
+        session.push(unit);
+        touchedSessions.add(unit.sessionId);
+      }
+    }
+    for (const sessionId of touchedSessions) this.relink(sessionId);
+  }
+
+  remove(seq: number): void {
+    const link = this.links.get(seq);
+    if (!link) return;
+    const { unit } = link;
+    this.links.delete(seq);
+    this.lexical.remove(seq);
+    this.vectors.remove(seq);
+    if (unit.speaker) {
+      const count = (this.speakerCounts.get(unit.speaker) ?? 1) - 1;
+      if (count <= 0) this.speakerCounts.delete(unit.speaker);
+      else this.speakerCounts.set(unit.speaker, count);
+    }
+    if (unit.sessionId !== null) {
+      const session = this.sessions.get(unit.sessionId);
+      if (session) {
+        const remaining = session.filter((member) => member.seq !== seq);
+        if (remaining.length === 0) this.sessions.delete(unit.sessionId);
+        else this.sessions.set(unit.sessionId, remaining);
+        this.relink(unit.sessionId);
+      }
+    }
+    if (unit.timeMs >= this.newestTime) {
+      this.newestTime = -Infinity;
+      for (const other of this.links.values()) if (other.unit.timeMs > this.newestTime) this.newestTime = other.unit.timeMs;
+    }
+  }
+
+  /** Ranks the user's units for a query; sorted before the cut, ties broken by newer first. */
+  search(query: CorpusQuery, weights: RetrievalWeights, limit: number): RankedUnit[] {
+    if (this.links.size === 0 || limit <= 0) return [];
+    const candidates = this.candidates(query, weights);
+    const base = this.baseScores(query.main, candidates, weights);
+    if (query.options.length > 0 && weights.optionWeight > 0) {
+      const best = new Float64Array(candidates.length);
+      for (const option of query.options) {
+        const optionBase = this.baseScores(option, candidates, weights);
+        for (let i = 0; i < best.length; i++) if (optionBase[i] > best[i]) best[i] = optionBase[i];
+      }
+      for (let i = 0; i < base.length; i++) base[i] += weights.optionWeight * best[i];
+    }
+    const baseBySeq = new Map<number, number>();
+    candidates.forEach((link, i) => baseBySeq.set(link.unit.seq, base[i]));
+
+    const ranked: RankedUnit[] = [];
+    for (let i = 0; i < candidates.length; i++) {
+      const { unit, previous, next } = candidates[i];
+      if (query.filter && !query.filter(unit.seq)) continue;
+      let score = withNeighbours(
+        base[i],
+        previous ? baseBySeq.get(previous.seq) : undefined,
+        next ? baseBySeq.get(next.seq) : undefined,
+        weights.neighbourWeight,
+      );
+      if (query.speaker !== null && unit.speaker === query.speaker) score += weights.speakerBoost;
+      score += tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
+      if (query.whenQuestion && unit.hasTimeExpression) score += weights.timeCueBoost;
+      if (query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs) score += weights.periodBoost;
+      score *= importanceMultiplier(unit.importance, weights.importanceWeight);
+      score *= decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
+      ranked.push({ seq: unit.seq, score });
+    }
+    ranked.sort(compareRanked);
+    return ranked.slice(0, limit);
+  }
+
+  /**
+   * Small users are scored exhaustively (exact, and under a millisecond at a few thousand
+   * units). Larger ones take the best BM25 and HNSW candidates plus their session neighbours.
+   */
+  private candidates(query: CorpusQuery, weights: RetrievalWeights): UnitLinks[] {
+    if (this.links.size <= weights.exhaustiveLimit) return [...this.links.values()];
+    const chosen = new Set<number>();
+    for (const text of [query.main, ...query.options]) {
+      const lexical = [...this.lexical.score(text.terms)].sort((a, b) => b[1] - a[1]);
+      for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);
+      for (const hit of this.vectors.search(text.vector, weights.candidatePool)) chosen.add(hit.label);
+    }
+    const withNeighbourSeqs = new Set(chosen);
+    for (const seq of chosen) {
+      const link = this.links.get(seq);
+      if (link?.previous) withNeighbourSeqs.add(link.previous.seq);
+      if (link?.next) withNeighbourSeqs.add(link.next.seq);
+    }
+    const out: UnitLinks[] = [];
+    for (const seq of withNeighbourSeqs) {
+      const link = this.links.get(seq);
+      if (link) out.push(link);
+    }
+    return out;
+  }
+
+  private baseScores(text: PreparedText, candidates: readonly UnitLinks[], weights: RetrievalWeights): Float64Array {
+    const lexicalBySeq = weights.denseWeight < 1 ? this.lexical.score(text.terms) : new Map<number, number>();
+    const lexical = new Float64Array(candidates.length);
+    const dense = new Float64Array(candidates.length);
+    const dotCache = new Map<number, number>();
+    const queryDot = (unit: CorpusUnit): number => {
+      let value = dotCache.get(unit.seq);
+      if (value === undefined) dotCache.set(unit.seq, (value = dot(text.vector, unit.vector)));
+      return value;
+    };
+    for (let i = 0; i < candidates.length; i++) {
+      const { unit, previous, selfDotPrevious } = candidates[i];
+      lexical[i] = lexicalBySeq.get(unit.seq) ?? 0;
+      if (weights.denseWeight > 0) {
+        dense[i] = contextCosine(queryDot(unit), previous ? queryDot(previous) : undefined, selfDotPrevious, weights.contextWeight);
+      }
+    }
+    const lexicalNorm = minMaxNormalize(lexical);
+    const denseNorm = minMaxNormalize(dense);
+    const base = new Float64Array(candidates.length);
+    for (let i = 0; i < base.length; i++) base[i] = weightedSum(denseNorm[i], lexicalNorm[i], weights.denseWeight);
+    return base;
+  }
+
+  private relink(sessionId: string): void {
+    const session = this.sessions.get(sessionId);
+    if (!session) return;
+    session.sort((a, b) => a.timeMs - b.timeMs || a.seq - b.seq);
+    for (let i = 0; i < session.length; i++) {
+      const link = this.links.get(session[i].seq);
+      if (!link) continue;
+      const previous = i > 0 ? session[i - 1] : null;
+      const next = i + 1 < session.length ? session[i + 1] : null;
+      if (link.previous !== previous) link.selfDotPrevious = previous ? dot(link.unit.vector, previous.vector) : undefined;
+      link.previous = previous;
+      link.next = next;
+    }
+  }
+}
+
+function dot(a: Float32Array, b: Float32Array): number {
+  let sum = 0;
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) sum += a[i] * b[i];
+  return sum;
+}

@@ -1,0 +1,106 @@
+import hnswlib from 'hnswlib-node';
+
+const M = 16;
+const EF_CONSTRUCTION = 200;
+const INITIAL_CAPACITY = 1024;
+
+export interface VectorHit {
+  label: number;
+  similarity: number;
+}
+
+/**
+ * A per-user approximate nearest-neighbour index (HNSW, cosine) over the units' own vectors,
+ * labelled by each record's `seq`. It is a cache of the JSONL: the service can always rebuild it.
+ */
+export class VectorIndex {
+  readonly dimensions: number;
+  private readonly index: hnswlib.HierarchicalNSW;
+  private readonly live = new Set<number>();
+  private deleted = new Set<number>();
+
+  private constructor(dimensions: number, index: hnswlib.HierarchicalNSW) {
+    this.dimensions = dimensions;
+    this.index = index;
+  }
+
+  static create(dimensions: number, capacity = INITIAL_CAPACITY): VectorIndex {
+    const index = new hnswlib.HierarchicalNSW('cosine', dimensions);
+    index.initIndex({ maxElements: Math.max(capacity, 16), m: M, efConstruction: EF_CONSTRUCTION, randomSeed: 100, allowReplaceDeleted: false });
+    return new VectorIndex(dimensions, index);
+  }
+
+  /**
+   * Loads a saved index. hnswlib reads an index of another dimension without complaint, so the
+   * caller checks the dimension it saved beside the file before trusting it.
+   */
+  static async read(file: string, dimensions: number): Promise<VectorIndex> {
+    const index = new hnswlib.HierarchicalNSW('cosine', dimensions);
+    await index.readIndex(file, false);
+    if (index.getNumDimensions() !== dimensions) throw new Error('vector index dimension mismatch');
+    const vectorIndex = new VectorIndex(dimensions, index);
+    // ef is not saved with the index; labels marked deleted stay in the id list.
+    for (const label of index.getIdsList()) vectorIndex.live.add(label);
+    return vectorIndex;
+  }
+
+  get size(): number {
+    return this.live.size - this.deleted.size;
+  }
+
+  labels(): number[] {
+    return [...this.live].filter((label) => !this.deleted.has(label));
+  }
+
+  has(label: number): boolean {
+    return this.live.has(label) && !this.deleted.has(label);
+  }
+
+  add(label: number, vector: Float32Array): void {
+    if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, index ${this.dimensions}`);
+    if (this.live.has(label)) {
+      if (this.deleted.has(label)) {
+        this.index.unmarkDelete(label);
+        this.deleted.delete(label);
+      }
+      // hnswlib replaces the stored point of an existing label.
+      this.index.addPoint(Array.from(vector), label);
+      return;
+    }
+    if (this.index.getCurrentCount() >= this.index.getMaxElements()) {
+      this.index.resizeIndex(Math.max(16, this.index.getMaxElements() * 2));
+    }
+    this.index.addPoint(Array.from(vector), label);
+    this.live.add(label);
+  }
+
+  remove(label: number): void {
+    if (!this.live.has(label) || this.deleted.has(label)) return;
+    this.index.markDelete(label);
+    this.deleted.add(label);
+  }
+
+  /** Marks deleted labels as such for a freshly read index whose deletions predate the save. */
+  markDeletedOnLoad(label: number): void {
+    try {
+      this.index.markDelete(label);
+    } catch {
+      // Already marked deleted in the saved file.
+    }
+    this.deleted.add(label);
+  }
+
+  search(vector: Float32Array, k: number): VectorHit[] {
+    const count = this.size;
+    if (count === 0 || k <= 0) return [];
+    const wanted = Math.min(k, count);
+    this.index.setEf(Math.max(wanted, 64));
+    const result = this.index.searchKnn(Array.from(vector), wanted);
+    return result.neighbors.map((label, i) => ({ label, similarity: 1 - result.distances[i] }));
+  }
+
+  /** Serialises the index. hnswlib writes on a worker thread without locking: the caller must not add meanwhile. */
+  async write(file: string): Promise<void> {
+    await this.index.writeIndex(file);
+  }
+}

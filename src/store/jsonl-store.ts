@@ -1,0 +1,333 @@
+import { createHash } from 'node:crypto';
+import { constants as fsConstants } from 'node:fs';
+import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Logger } from '../logger.js';
+import { storageError } from '../errors.js';
+import { isStoredRecord, type StoredRecord } from './stored-record.js';
+
+const USERS_DIR = 'users';
+const MEMORIES_FILE = 'memories.jsonl';
+const QUARANTINE_FILE = 'quarantine.jsonl';
+const USER_FILE = 'user.json';
+
+export interface LoadedUser {
+  records: StoredRecord[];
+  /** Lines that could not be loaded and were moved to the quarantine file (each also logged). */
+  quarantined: number;
+}
+
+/**
+ * Every read and write of stored data goes through this module, so that a second store
+ * (PostgreSQL) can take its place behind the same calls.
+ *
+ * Layout: `<dataDir>/users/<slug>-<hash>/` holds `user.json` (the exact user id),
+ * `memories.jsonl` (one memory per line, the source of truth), `quarantine.jsonl` (lines that
+ * failed to load) and index caches whose loss costs nothing but a rebuild.
+ *
+ * Callers serialise writes per user (the service holds a per-user lock); different users'
+ * files are independent, so deleting one memory rewrites only its owner's file.
+ */
+export class JsonlStore {
+  readonly dataDir: string;
+  private readonly logger: Logger;
+  private readonly knownUserDirs = new Set<string>();
+
+  constructor(dataDir: string, logger: Logger) {
+    this.dataDir = path.resolve(dataDir);
+    this.logger = logger;
+  }
+
+  async init(): Promise<void> {
+    try {
+      await mkdir(path.join(this.dataDir, USERS_DIR), { recursive: true });
+    } catch (error) {
+      throw storageError(error);
+    }
+  }
+
+  /** The folder of one user: a readable slug plus a hash, so no user id can name a path outside it. */
+  userDir(userId: string): string {
+    const slug = userId.replace(/[^A-Za-z0-9_-]+/g, '_').slice(0, 40) || 'u';
+    const hash = createHash('sha256').update(userId).digest('hex').slice(0, 16);
+    return path.join(this.dataDir, USERS_DIR, `${slug}-${hash}`);
+  }
+
+  /** Path of a per-user index cache file (read side; writes go through `writeCacheFile`). */
+  cacheFilePath(userId: string, name: string): string {
+    return path.join(this.userDir(userId), name);
+  }
+
+  async listUsers(): Promise<string[]> {
+    let entries: string[];
+    try {
+      entries = await readdir(path.join(this.dataDir, USERS_DIR));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const users: string[] = [];
+    for (const entry of entries.sort()) {
+      const file = path.join(this.dataDir, USERS_DIR, entry, USER_FILE);
+      try {
+        const parsed = JSON.parse(await readFile(file, 'utf8')) as { user_id?: unknown };
+        if (typeof parsed.user_id === 'string') users.push(parsed.user_id);
+        else this.logger.warn({ file }, 'user folder without a user id; skipped');
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+          this.logger.warn({ file, err: (error as Error).message }, 'unreadable user file; folder skipped');
+        }
+      }
+    }
+    return users;
+  }
+
+  /**
+   * Reads a user's memories. Malformed lines, a torn last line (a crash mid-append) and the
+   * records of an Add that was only partly written are moved to `quarantine.jsonl` with a
+   * warning naming the file and line, and the memories file is rewritten without them, so
+   * the next append cannot glue a good record onto a torn one.
+   */
+  async load(userId: string): Promise<LoadedUser> {
+    const file = path.join(this.userDir(userId), MEMORIES_FILE);
+    let content: Buffer;
+    try {
+      content = await readFile(file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], quarantined: 0 };
+      throw storageError(error);
+    }
+    const records: StoredRecord[] = [];
+    const rejected: string[] = [];
+    let start = 0;
+    let lineNumber = 0;
+    while (start < content.length) {
+      const end = content.indexOf(10, start);
+      const lineEnd = end === -1 ? content.length : end;
+      lineNumber++;
+      const line = content.subarray(start, lineEnd).toString('utf8');
+      start = lineEnd + 1;
+      if (line.trim() === '') continue;
+      if (end === -1) {
+        this.logger.warn({ file, line: lineNumber }, 'torn last line (no newline: a write was cut short); quarantined');
+        rejected.push(line);
+        continue;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        parsed = undefined;
+      }
+      if (isStoredRecord(parsed) && parsed.user_id === userId) {
+        records.push(parsed);
+      } else {
+        this.logger.warn({ file, line: lineNumber }, 'malformed memory line; quarantined');
+        rejected.push(line);
+      }
+    }
+    const complete = this.dropIncompleteBatches(records, file, rejected);
+    if (rejected.length > 0) {
+      await this.quarantine(userId, rejected);
+      await this.rewrite(userId, complete);
+      this.logger.warn({ file, quarantined: rejected.length, quarantine: path.join(this.userDir(userId), QUARANTINE_FILE) }, 'moved unloadable lines to the quarantine file');
+    }
+    return { records: complete, quarantined: rejected.length };
+  }
+
+  /** Appends records and returns only once they are on disk (fsync), so an acknowledged write survives a crash. */
+  async append(userId: string, records: readonly StoredRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    await this.ensureUserDir(userId);
+    const file = path.join(this.userDir(userId), MEMORIES_FILE);
+    const payload = Buffer.from(records.map((record) => JSON.stringify(record) + '\n').join(''), 'utf8');
+    let handle: FileHandle | undefined;
+    let sizeBefore = -1;
+    try {
+      handle = await open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT, 0o600);
+      sizeBefore = (await handle.stat()).size;
+      await writeFully(handle, payload);
+      await handle.datasync();
+    } catch (error) {
+      // A failed append (disk full) may have left part of a line behind: cut it off so the
+      // file keeps only whole, acknowledged records.
+      if (handle && sizeBefore >= 0) await handle.truncate(sizeBefore).catch(() => undefined);
+      throw storageError(error);
+    } finally {
+      await handle?.close().catch(() => undefined);
+    }
+  }
+
+  /** Replaces a user's memories: temp file, fsync, rename, fsync the folder; a crash leaves the old or the new file whole. */
+  async rewrite(userId: string, records: readonly StoredRecord[]): Promise<void> {
+    await this.ensureUserDir(userId);
+    const file = path.join(this.userDir(userId), MEMORIES_FILE);
+    await this.writeAtomically(file, (handle) => writeRecords(handle, records));
+  }
+
+  /**
+   * Writes an index cache file through `write(tempPath)`, then renames it into place, so a
+   * reader never sees a half-written index.
+   */
+  async writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<void> {
+    await this.ensureUserDir(userId);
+    const file = path.join(this.userDir(userId), name);
+    const temp = `${file}.tmp-${process.pid}`;
+    try {
+      await write(temp);
+      await fsyncPath(temp);
+      await rename(temp, file);
+      await fsyncPath(this.userDir(userId));
+    } catch (error) {
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw storageError(error);
+    }
+  }
+
+  async writeCacheText(userId: string, name: string, text: string): Promise<void> {
+    await this.writeCacheFile(userId, name, (temp) => writeFile(temp, text, { mode: 0o600 }));
+  }
+
+  /** A cache file's text, or null when there is none. */
+  async readCacheText(userId: string, name: string): Promise<string | null> {
+    try {
+      return await readFile(path.join(this.userDir(userId), name), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw error;
+    }
+  }
+
+  async removeCacheFile(userId: string, name: string): Promise<void> {
+    await rm(path.join(this.userDir(userId), name), { force: true });
+  }
+
+  /** Removes everything stored for a user, for good. */
+  async deleteUser(userId: string): Promise<void> {
+    const dir = this.userDir(userId);
+    try {
+      await rm(dir, { recursive: true, force: true });
+      this.knownUserDirs.delete(dir);
+      await fsyncPath(path.join(this.dataDir, USERS_DIR));
+    } catch (error) {
+      throw storageError(error);
+    }
+  }
+
+  /** Bytes on disk per file of a user's folder. */
+  async diskUsage(userId: string): Promise<Record<string, number>> {
+    const dir = this.userDir(userId);
+    const usage: Record<string, number> = {};
+    let names: string[] = [];
+    try {
+      names = await readdir(dir);
+    } catch {
+      return usage;
+    }
+    for (const name of names) {
+      try {
+        usage[name] = (await stat(path.join(dir, name))).size;
+      } catch {
+        // Raced with a rename; the next call sees it.
+      }
+    }
+    return usage;
+  }
+
+  private async ensureUserDir(userId: string): Promise<void> {
+    const dir = this.userDir(userId);
+    if (this.knownUserDirs.has(dir)) return;
+    try {
+      await mkdir(dir, { recursive: true });
+      const userFile = path.join(dir, USER_FILE);
+      const exists = await stat(userFile).then(() => true, () => false);
+      if (!exists) {
+        await this.writeAtomically(userFile, (handle) => writeFully(handle, Buffer.from(JSON.stringify({ user_id: userId }) + '\n')));
+        await fsyncPath(path.join(this.dataDir, USERS_DIR));
+      }
+      this.knownUserDirs.add(dir);
+    } catch (error) {
+      throw storageError(error);
+    }
+  }
+
+  private async writeAtomically(file: string, write: (handle: FileHandle) => Promise<void>): Promise<void> {
+    const temp = `${file}.tmp-${process.pid}`;
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(temp, 'w', 0o600);
+      await write(handle);
+      await handle.sync();
+      await handle.close();
+      handle = undefined;
+      await rename(temp, file);
+      await fsyncPath(path.dirname(file));
+    } catch (error) {
+      await handle?.close().catch(() => undefined);
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw storageError(error);
+    }
+  }
+
+  private async quarantine(userId: string, lines: readonly string[]): Promise<void> {
+    const file = path.join(this.userDir(userId), QUARANTINE_FILE);
+    const handle = await open(file, 'a', 0o600);
+    try {
+      await writeFully(handle, Buffer.from(lines.map((line) => line + '\n').join(''), 'utf8'));
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /**
+   * Appends are serialised per user, so a crash can cut short only the last one: if the
+   * trailing records of one Add are fewer than it wrote, that Add was never acknowledged.
+   * (Rewrites drop `batch`, so deleting single memories never trips this check.)
+   */
+  private dropIncompleteBatches(records: StoredRecord[], file: string, rejected: string[]): StoredRecord[] {
+    const last = records.at(-1);
+    if (last?.request_id === undefined || last.batch === undefined) return records;
+    let first = records.length - 1;
+    while (first > 0 && records[first - 1].request_id === last.request_id && records[first - 1].batch !== undefined) first--;
+    if (records.length - first >= last.batch) return records;
+    this.logger.warn({ file, records: records.length - first }, 'records of a partly written Add (never acknowledged) quarantined');
+    for (const record of records.slice(first)) rejected.push(JSON.stringify(record));
+    return records.slice(0, first);
+  }
+}
+
+async function writeFully(handle: FileHandle, payload: Buffer): Promise<void> {
+  let offset = 0;
+  while (offset < payload.length) {
+    const { bytesWritten } = await handle.write(payload, offset, payload.length - offset);
+    offset += bytesWritten;
+  }
+}
+
+async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]): Promise<void> {
+  // Chunked so a large user's rewrite does not build one giant string.
+  const chunk: string[] = [];
+  let size = 0;
+  for (const record of records) {
+    // A rewritten file is whole by construction: the Add-completeness marker has done its job.
+    const line = JSON.stringify({ ...record, batch: undefined }) + '\n';
+    chunk.push(line);
+    size += line.length;
+    if (size > 1 << 20) {
+      await writeFully(handle, Buffer.from(chunk.join(''), 'utf8'));
+      chunk.length = 0;
+      size = 0;
+    }
+  }
+  if (chunk.length > 0) await writeFully(handle, Buffer.from(chunk.join(''), 'utf8'));
+}
+
+async function fsyncPath(target: string): Promise<void> {
+  const handle = await open(target, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

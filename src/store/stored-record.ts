@@ -1,0 +1,43 @@
+import type { Memory } from '../memory/types.js';
+
+/**
+ * One line of a user's `memories.jsonl`: the memory as returned to clients plus what the
+ * service needs to rebuild its indexes without re-embedding.
+ */
+export interface StoredRecord extends Memory {
+  /** Per-user monotonic number: the HNSW label and the tie-breaker for "newest". */
+  seq: number;
+  /** How many records the Add that wrote this one wrote in all; a load that finds fewer drops them (the Add was never acknowledged). */
+  batch?: number;
+  /** The unit's own embedding, float32 little-endian, base64. */
+  vec?: string;
+  /** The embedder (`Embedder.modelId`) that produced `vec`. */
+  model?: string;
+}
+
+export function encodeVector(vector: Float32Array): string {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength).toString('base64');
+}
+
+export function decodeVector(encoded: string): Float32Array {
+  const bytes = Buffer.from(encoded, 'base64');
+  // Copy into an aligned buffer: a Buffer slice may start at an odd offset of the pool.
+  const vector = new Float32Array(bytes.byteLength / 4);
+  new Uint8Array(vector.buffer).set(bytes);
+  return vector;
+}
+
+/** Fields a line must have to be a memory at all; anything less is quarantined on load. */
+export function isStoredRecord(value: unknown): value is StoredRecord {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const record = value as Record<string, unknown>;
+  return (
+    typeof record.id === 'string' && record.id !== '' &&
+    typeof record.user_id === 'string' &&
+    typeof record.text === 'string' &&
+    typeof record.seq === 'number' && Number.isInteger(record.seq) && record.seq >= 0 &&
+    Array.isArray(record.tags) &&
+    typeof record.importance === 'number' &&
+    typeof record.created_at === 'string'
+  );
+}

@@ -1,0 +1,60 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { afterEach } from 'vitest';
+import { HashEmbedder } from '../src/embedding/hash-embedder.js';
+import type { Embedder } from '../src/embedding/embedder.js';
+import { buildApp } from '../src/http/app.js';
+import { Authenticator, type TokenGrant } from '../src/http/auth.js';
+import { silentLogger } from '../src/logger.js';
+import { MemoryService, type MemoryServiceOptions } from '../src/memory/memory-service.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** A fresh data directory, removed after the test. */
+export async function tempDir(prefix = 'memorypool-test-'): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function testEmbedder(): Embedder {
+  return new HashEmbedder({ dimensions: 64 });
+}
+
+export async function openService(options: Partial<MemoryServiceOptions> = {}): Promise<MemoryService> {
+  const service = await MemoryService.open({
+    dataDir: options.dataDir ?? (await tempDir()),
+    embedder: options.embedder ?? testEmbedder(),
+    logger: options.logger ?? silentLogger(),
+    indexFlushDelayMs: 0,
+    ...options,
+  });
+  cleanups.push(() => service.close().catch(() => undefined));
+  return service;
+}
+
+export interface BuiltApp {
+  app: FastifyInstance;
+  service: MemoryService;
+  dataDir: string;
+}
+
+/** Builds the app on a temp data dir with the test embedder; closed after the test. */
+export async function build(options: { token?: string; grants?: TokenGrant[]; dataDir?: string; topKMax?: number; bodyLimit?: number; service?: Partial<MemoryServiceOptions> } = {}): Promise<BuiltApp> {
+  const dataDir = options.dataDir ?? (await tempDir());
+  const service = await openService({ dataDir, ...options.service });
+  const authenticator = options.grants ? new Authenticator(options.grants) : Authenticator.fromConfig({ token: options.token });
+  const app = await buildApp({ service, authenticator, logger: silentLogger(), topKMax: options.topKMax, bodyLimit: options.bodyLimit });
+  cleanups.push(() => app.close());
+  return { app, service, dataDir };
+}
+
+export function register(cleanup: () => Promise<void>): void {
+  cleanups.push(cleanup);
+}

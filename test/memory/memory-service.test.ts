@@ -1,0 +1,129 @@
+import { appendFile, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
+import { openService, tempDir } from '../helper.js';
+
+const conversation = (requestId: string, userId: string, texts: string[], sessionId = 's1') => ({
+  requestId,
+  userId,
+  sessionId,
+  messages: texts.map((content, i) => ({ role: i % 2 ? 'Melanie' : 'Caroline', content, timestamp: 1683554160000 + i * 1000 })),
+});
+
+describe('MemoryService', () => {
+  it('survives a restart: memories, ids and search results come back', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir });
+    const memory = await first.addMemory({ userId: 'default', text: 'The wifi password is hunter2', tags: ['home'] });
+    await first.addConversation(conversation('r1', 'conv', ['I love pottery classes', 'Pottery sounds fun!']));
+    const before = await first.search({ userId: 'conv', query: 'pottery', limit: 10 });
+    await first.close();
+
+    const second = await openService({ dataDir });
+    expect(second.count).toBe(3);
+    expect(await second.get('default', memory.id)).toEqual(memory);
+    const after = await second.search({ userId: 'conv', query: 'pottery', limit: 10 });
+    expect(after.map((hit) => hit.memory.id)).toEqual(before.map((hit) => hit.memory.id));
+  });
+
+  it('rebuilds a missing or corrupt vector index from the JSONL', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir });
+    await first.addConversation(conversation('r1', 'conv', ['alpha beta', 'gamma delta', 'epsilon zeta']));
+    await first.close();
+    const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
+    expect(await readdir(userDir)).toContain('vectors.hnsw');
+    await writeFile(path.join(userDir, 'vectors.hnsw'), 'garbage');
+    const second = await openService({ dataDir });
+    expect((await second.search({ userId: 'conv', query: 'gamma', limit: 1 }))[0].memory.text).toBe('gamma delta');
+    await second.close();
+    await rm(path.join(userDir, 'vectors.hnsw'));
+    await rm(path.join(userDir, 'vectors.meta.json'));
+    const third = await openService({ dataDir });
+    expect((await third.search({ userId: 'conv', query: 'epsilon', limit: 1 }))[0].memory.text).toBe('epsilon zeta');
+  });
+
+  it('re-embeds stored memories when the model changes', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir, embedder: new HashEmbedder({ dimensions: 32 }) });
+    await first.addConversation(conversation('r1', 'conv', ['apples and pears', 'trains and buses']));
+    await first.close();
+    const second = await openService({ dataDir, embedder: new HashEmbedder({ dimensions: 48 }) });
+    const hits = await second.search({ userId: 'conv', query: 'trains', limit: 2 });
+    expect(hits[0].memory.text).toBe('trains and buses');
+    const units = await second.exportUnits('conv');
+    expect(units.every((unit) => unit.vector.length === 48)).toBe(true);
+  });
+
+  it('a torn last line is skipped with a warning and the pool still loads', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir });
+    await first.addConversation(conversation('r1', 'conv', ['one', 'two']));
+    await first.close();
+    const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
+    await appendFile(path.join(userDir, 'memories.jsonl'), '{"id":"torn","user_id":"co');
+    const second = await openService({ dataDir });
+    expect(second.count).toBe(2);
+    await second.addConversation(conversation('r2', 'conv', ['three']));
+    await second.close();
+    const third = await openService({ dataDir });
+    expect(third.count).toBe(3);
+  });
+
+  it('concurrent writers to one user never lose or interleave a record', async () => {
+    const dataDir = await tempDir();
+    const service = await openService({ dataDir });
+    await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        i % 2 === 0
+          ? service.addConversation(conversation(`r${i}`, 'conv', [`message ${i} a`, `message ${i} b`], `s${i % 5}`))
+          : service.addMemory({ userId: 'conv', text: `note ${i}` }),
+      ),
+    );
+    expect(service.count).toBe(20 * 2 + 20);
+    await service.close();
+    const reopened = await openService({ dataDir });
+    expect(reopened.count).toBe(60);
+    const listed = await reopened.list({ userId: 'conv', limit: 1000 });
+    expect(new Set(listed.map((memory) => memory.id)).size).toBe(60);
+  });
+
+  it('splits a long message into parts that all point back to it; nothing is cut away', async () => {
+    const service = await openService();
+    const sentences = Array.from({ length: 30 }, (_, i) => `Sentence number ${i} talks about topic ${i} at some length.`);
+    await service.addConversation({ requestId: 'r', userId: 'u', sessionId: 's', messages: [{ role: 'assistant', content: sentences.join(' ') }] });
+    const units = await service.exportUnits('u');
+    expect(units.length).toBeGreaterThan(1);
+    for (const unit of units) {
+      expect(unit.memory.message_index).toBe(0);
+      expect(unit.memory.parts).toBe(units.length);
+      expect(unit.memory.text.split(/\s+/).length).toBeLessThanOrEqual(70);
+    }
+    expect(units.map((unit) => unit.memory.text).join(' ')).toBe(sentences.join(' '));
+  });
+
+  it('ranks the answer of a question found in the turn before it (neighbours)', async () => {
+    const service = await openService();
+    await service.addConversation(
+      conversation('r1', 'conv', [
+        'What instrument did you pick up last year?',
+        'The violin, and I practise every evening.',
+        'We should get coffee sometime.',
+        'Sure, the cafe downtown is nice.',
+      ]),
+    );
+    const hits = await service.search({ userId: 'conv', query: 'What instrument does Melanie play?', limit: 4 });
+    expect(hits.slice(0, 2).map((hit) => hit.memory.message_index)).toEqual(expect.arrayContaining([0, 1]));
+  });
+
+  it('deleteUser leaves other users alone and frees the request ids', async () => {
+    const service = await openService();
+    await service.addConversation(conversation('r1', 'a', ['x']));
+    await service.addConversation(conversation('r1', 'b', ['y']));
+    expect(await service.deleteUser('a')).toBe(1);
+    expect(await service.search({ userId: 'a', query: 'x', limit: 5 })).toEqual([]);
+    expect(await service.search({ userId: 'b', query: 'y', limit: 5 })).toHaveLength(1);
+    expect((await service.addConversation(conversation('r1', 'a', ['x']))).stored).toBe(true);
+  });
+});
