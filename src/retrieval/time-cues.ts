@@ -1,0 +1,423 @@
+/**
+ * Temporal retrieval cues. In prototypes, 80% of the evidence of "when" questions held a time
+ * expression against 12% of all turns, so such questions favour those turns; and a question that
+ * names a period ("in May 2023", "last week") favours turns dated inside it. Both are soft
+ * boosts applied by the caller, so these helpers aim for cheap and mostly right, not exhaustive.
+ * All calendar arithmetic is UTC.
+ */
+
+/** A half-open time range [startMs, endMs) in Unix milliseconds. */
+export interface TimePeriod {
+  startMs: number;
+  endMs: number;
+}
+
+const DAY_MS = 86_400_000;
+const WEEK_MS = 7 * DAY_MS;
+
+const MONTH_NAMES = [
+  'January', 'February', 'March', 'April', 'May', 'June',
+  'July', 'August', 'September', 'October', 'November', 'December',
+] as const;
+
+/** Month index by lowercase name or abbreviation. */
+const MONTH_INDEX: ReadonlyMap<string, number> = new Map([
+  ['january', 0], ['jan', 0], ['february', 1], ['feb', 1], ['march', 2], ['mar', 2],
+  ['april', 3], ['apr', 3], ['may', 4], ['june', 5], ['jun', 5], ['july', 6], ['jul', 6],
+  ['august', 7], ['aug', 7], ['september', 8], ['sept', 8], ['sep', 8], ['october', 9], ['oct', 9],
+  ['november', 10], ['nov', 10], ['december', 11], ['dec', 11],
+]);
+/** Weekday number (Sunday 0, as Date.getUTCDay) by lowercase name. */
+const WEEKDAY_INDEX: ReadonlyMap<string, number> = new Map([
+  ['sunday', 0], ['monday', 1], ['tuesday', 2], ['wednesday', 3], ['thursday', 4], ['friday', 5], ['saturday', 6],
+]);
+const COUNT_WORDS: ReadonlyMap<string, number> = new Map([
+  ['a', 1], ['an', 1], ['one', 1], ['two', 2], ['three', 3], ['four', 4], ['five', 5], ['six', 6],
+  ['seven', 7], ['eight', 8], ['nine', 9], ['ten', 10], ['eleven', 11], ['twelve', 12],
+]);
+
+const MONTH = String.raw`(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)`;
+/** Full month names except "may", which is also the modal and needs context. */
+const UNAMBIGUOUS_MONTH = String.raw`(?:january|february|march|april|june|july|august|september|october|november|december)`;
+const WEEKDAY = String.raw`(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)`;
+const ORDINAL = String.raw`(?:st|nd|rd|th)?`;
+const COUNT = String.raw`(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)`;
+const VAGUE_COUNT = String.raw`(?:a\s+couple(?:\s+of)?|a\s+few|few|several)`;
+const UNIT = String.raw`(?:day|week|month|year)s?`;
+
+const WHEN_QUESTION_PATTERNS: readonly RegExp[] = [
+  /^\W*when\b/i,
+  /\b(?:since|until|till|by)\s+when\b/i,
+  /\b(?:what|which)\s+(?:year|month|date|day|week|weekend|decade|season|century)s?\b/i,
+  /\bwhat\s+time\s+(?:did|does|do|is|was|were|will|would|are|has|had|of)\b/i,
+  /\b(?:on|at)\s+what\s+(?:date|day|time|point)\b/i,
+  /\bhow\s+long\b/i,
+  /\bhow\s+(?:many|much)\s+(?:\w+\s+)?(?:years|months|weeks|days|hours|minutes|time)\b/i,
+  /\bhow\s+(?:soon|recently)\b/i,
+  /\bthe\s+date\s+(?:of|when|on)\b/i,
+];
+
+/** "When did…", "What year…", "How long ago…", "How many days passed…" and the like. */
+export function isWhenQuestion(query: string): boolean {
+  return WHEN_QUESTION_PATTERNS.some((pattern) => pattern.test(query));
+}
+
+/** Case-insensitive alternatives, joined into one pattern because one scan beats fifteen. */
+const TIME_EXPRESSIONS: readonly string[] = [
+  String.raw`\b(?:yesterday|today|tonight|tomorrow|ago|weekends?)\b`,
+  String.raw`\b(?:${UNAMBIGUOUS_MONTH}|${WEEKDAY})\b`,
+  String.raw`\b(?:19|20)\d{2}\b`,
+  String.raw`\b(?:19|20)?\d0s\b`,
+  String.raw`\b\d{1,2}\/\d{1,2}(?:\/\d{2,4})?\b`,
+  String.raw`\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)`,
+  String.raw`\b\d{1,2}:\d{2}\b`,
+  // Abbreviated months only next to a day number: "Jan 5", "5 Sept", not Jan the person.
+  String.raw`\b${MONTH}\.?\s+\d{1,2}${ORDINAL}\b|\b\d{1,2}${ORDINAL}\s+(?:of\s+)?${MONTH}\b`,
+  // "may" is the month after these words; "this may" is usually the modal.
+  String.raw`\b(?:in|of|since|until|till|during|early|mid|late|last|next|every)[\s-]+may\b`,
+  String.raw`\b(?:this|last|next|past|previous|coming|following|early|late)\s+` +
+    String.raw`(?:morning|afternoon|evening|night|week|month|year|summer|winter|spring|fall|autumn|season|semester)s?\b`,
+  String.raw`\b(?:the\s+)?(?:day|week|month|year|night)\s+(?:before|after|prior)\b`,
+  // Not "a day": "have a nice day" says nothing about when.
+  String.raw`\b(?:${COUNT}|${VAGUE_COUNT})\s+(?:more\s+)?(?:(?:week|month|year|hour|decade)s?|days)\b`,
+  String.raw`\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\s+day\b`,
+  String.raw`\b(?:in|during|over)\s+the\s+(?:summer|winter|spring|fall|autumn|holidays?)\b`,
+  String.raw`\b(?:christmas|thanksgiving|halloween|easter|hanukkah|diwali|new\s+year'?s?|valentine'?s?\s+day)\b`,
+  String.raw`\b(?:the\s+other\s+(?:day|night)|recently|lately)\b`,
+];
+const TIME_EXPRESSION = new RegExp(TIME_EXPRESSIONS.join('|'), 'i');
+/** A capitalised "May" inside a sentence is the month, unless a subject follows ("…, May I ask"). */
+const CAPITALISED_MAY =
+  /(?<![.!?]\s*|^\s*)\bMay\b(?!\s+(?:I|you|we|he|she|it|they|the|this|that|there|be|not|have|all|your|our|God)\b)/;
+
+/**
+ * Every alternative needs a digit or one of these words. Most texts have neither, and this
+ * literal scan is several times cheaper than trying every alternative at every position.
+ */
+const TIME_HINT = new RegExp(
+  String.raw`\d|\b(?:yesterday|today|tonight|tomorrow|ago|weekends?|${UNAMBIGUOUS_MONTH}|${WEEKDAY}|may|` +
+    String.raw`morning|afternoon|evening|nights?|days?|weeks?|months?|years?|hours?|decades?|` +
+    String.raw`summer|winter|spring|fall|autumn|seasons?|semesters?|holidays?|` +
+    String.raw`christmas|thanksgiving|halloween|easter|hanukkah|diwali|recently|lately)\b`,
+  'i',
+);
+
+/**
+ * Whether a text mentions a time: dates, years, month and weekday names, times of day, relative
+ * expressions ("yesterday", "last week", "3 days ago", "a few weeks"), seasons and holidays.
+ * "may" counts only where it reads as the month.
+ */
+export function hasTimeExpression(text: string): boolean {
+  return TIME_HINT.test(text) && (TIME_EXPRESSION.test(text) || CAPITALISED_MAY.test(text));
+}
+
+function dayStart(ms: number): number {
+  return Math.floor(ms / DAY_MS) * DAY_MS;
+}
+
+function monthPeriod(year: number, month: number): TimePeriod {
+  return { startMs: Date.UTC(year, month, 1), endMs: Date.UTC(year, month + 1, 1) };
+}
+
+function yearPeriod(year: number): TimePeriod {
+  return { startMs: Date.UTC(year, 0, 1), endMs: Date.UTC(year + 1, 0, 1) };
+}
+
+function dayPeriod(year: number, month: number, day: number): TimePeriod | null {
+  const startMs = Date.UTC(year, month, day);
+  // Date.UTC rolls 31 June over to 1 July; a day that does not exist names no period.
+  if (new Date(startMs).getUTCDate() !== day) return null;
+  return { startMs, endMs: startMs + DAY_MS };
+}
+
+/**
+ * A month or day named without a year is the latest one that has begun by the reference: a memory
+ * question asks about the past, so "in August" asked in January means last August.
+ */
+function latestYearFor(month: number, day: number, reference: Date): number {
+  const year = reference.getUTCFullYear();
+  return Date.UTC(year, month, day) > reference.getTime() ? year - 1 : year;
+}
+
+function toCount(word: string): number {
+  const lower = word.toLowerCase();
+  return COUNT_WORDS.get(lower) ?? Number.parseInt(lower, 10);
+}
+
+/** The smallest and largest count a vague quantity stands for. */
+function vagueRange(word: string): [number, number] {
+  const lower = word.toLowerCase();
+  if (lower.includes('couple')) return [2, 3];
+  if (lower.includes('several')) return [3, 7];
+  return [2, 5];
+}
+
+function unitMs(unit: string): number {
+  const singular = unit.toLowerCase().replace(/s$/, '');
+  if (singular === 'day') return DAY_MS;
+  if (singular === 'week') return WEEK_MS;
+  if (singular === 'month') return 30.44 * DAY_MS;
+  return 365.25 * DAY_MS;
+}
+
+/** Monday 00:00 of the reference's week. */
+function weekStart(reference: Date): number {
+  const sinceMonday = (reference.getUTCDay() + 6) % 7;
+  return dayStart(reference.getTime()) - sinceMonday * DAY_MS;
+}
+
+interface PeriodRule {
+  readonly pattern: RegExp;
+  /** Null when the words name no usable period (a 31 June, a date in the future). */
+  readonly resolve: (match: RegExpMatchArray, reference: Date | null) => TimePeriod | null;
+}
+
+const YEAR = String.raw`((?:19|20)\d{2})`;
+
+/**
+ * Ordered from most to least specific: each match blanks its words so that "8 May 2023" is not
+ * read again as "May 2023" or "2023".
+ */
+const PERIOD_RULES: readonly PeriodRule[] = [
+  {
+    pattern: new RegExp(String.raw`\b(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\.?,?\s+${YEAR}\b`, 'gi'),
+    resolve: (m) => dayPeriod(Number(m[3]), MONTH_INDEX.get(m[2]!.toLowerCase())!, Number(m[1])),
+  },
+  {
+    pattern: new RegExp(String.raw`\b(${MONTH})\.?\s+(\d{1,2})${ORDINAL},?\s+${YEAR}\b`, 'gi'),
+    resolve: (m) => dayPeriod(Number(m[3]), MONTH_INDEX.get(m[1]!.toLowerCase())!, Number(m[2])),
+  },
+  {
+    pattern: new RegExp(String.raw`\b${YEAR}[-/](\d{1,2})[-/](\d{1,2})\b`, 'g'),
+    resolve: (m) => dayPeriod(Number(m[1]), Number(m[2]) - 1, Number(m[3])),
+  },
+  {
+    pattern: new RegExp(String.raw`\b(${MONTH})\.?,?\s+(?:of\s+)?${YEAR}\b`, 'gi'),
+    resolve: (m) => monthPeriod(Number(m[2]), MONTH_INDEX.get(m[1]!.toLowerCase())!),
+  },
+  {
+    pattern: new RegExp(String.raw`\b(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\b`, 'gi'),
+    resolve: (m, reference) => {
+      if (reference === null) return null;
+      const month = MONTH_INDEX.get(m[2]!.toLowerCase())!;
+      const day = Number(m[1]);
+      return dayPeriod(latestYearFor(month, day, reference), month, day);
+    },
+  },
+  {
+    pattern: new RegExp(String.raw`\b(${MONTH})\.?\s+(\d{1,2})${ORDINAL}\b(?!:)`, 'gi'),
+    resolve: (m, reference) => {
+      if (reference === null) return null;
+      const month = MONTH_INDEX.get(m[1]!.toLowerCase())!;
+      const day = Number(m[2]);
+      return dayPeriod(latestYearFor(month, day, reference), month, day);
+    },
+  },
+  {
+    pattern: new RegExp(String.raw`\b(?:in|during|throughout|of|for|the\s+year)\s+${YEAR}\b`, 'gi'),
+    resolve: (m) => yearPeriod(Number(m[1])),
+  },
+  {
+    pattern: new RegExp(
+      String.raw`\b(in|during|throughout|of|early|mid|late|last|this|between|from)[\s-]+(?:the\s+month\s+of\s+)?(${MONTH})\b`,
+      'gi',
+    ),
+    resolve: (m, reference) => {
+      const qualifier = m[1]!.toLowerCase();
+      if (reference === null) return null;
+      const month = MONTH_INDEX.get(m[2]!.toLowerCase())!;
+      const year =
+        qualifier === 'this' ? reference.getUTCFullYear() : latestYearFor(month, 1, reference);
+      return monthPeriod(year, month);
+    },
+  },
+  {
+    pattern: /\b(?:the\s+)?day\s+before\s+yesterday\b/gi,
+    resolve: (_m, reference) => relativeDays(reference, 2),
+  },
+  {
+    pattern: /\blast\s+night\b/gi,
+    resolve: (_m, reference) =>
+      reference === null ? null : { startMs: dayStart(reference.getTime()) - DAY_MS, endMs: reference.getTime() + 1 },
+  },
+  {
+    pattern: /\byesterday\b/gi,
+    resolve: (_m, reference) => relativeDays(reference, 1),
+  },
+  {
+    pattern: /\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b/gi,
+    resolve: (_m, reference) => relativeDays(reference, 0),
+  },
+  {
+    pattern: new RegExp(String.raw`\b(?:last|past)\s+(${COUNT}|few|several|couple\s+of)\s+(${UNIT})\b`, 'gi'),
+    resolve: (m, reference) => {
+      if (reference === null) return null;
+      const word = m[1]!.toLowerCase();
+      const count = COUNT_WORDS.has(word) || /^\d/.test(word) ? toCount(word) : vagueRange(word)[1];
+      return { startMs: reference.getTime() - count * unitMs(m[2]!), endMs: reference.getTime() + 1 };
+    },
+  },
+  {
+    pattern: new RegExp(String.raw`\b(${COUNT}|${VAGUE_COUNT})\s+(${UNIT})\s+ago\b`, 'gi'),
+    resolve: (m, reference) => (reference === null ? null : agoPeriod(m[1]!, m[2]!, reference)),
+  },
+  {
+    pattern: /\bthe\s+(day|week|month|year)\s+(?:before|prior)\b/gi,
+    resolve: (m, reference) => {
+      if (reference === null) return null;
+      const unit = m[1]!.toLowerCase();
+      if (unit === 'day') return relativeDays(reference, 1);
+      const endMs = dayStart(reference.getTime());
+      return { startMs: endMs - unitMs(unit), endMs };
+    },
+  },
+  {
+    pattern: /\b(?:the\s+)?past\s+(day|week|month|year)\b/gi,
+    resolve: (m, reference) =>
+      reference === null ? null : { startMs: reference.getTime() - unitMs(m[1]!), endMs: reference.getTime() + 1 },
+  },
+  {
+    pattern: /\b(last|previous|this|earlier\s+this)\s+(week|weekend|month|year)\b/gi,
+    resolve: (m, reference) => {
+      if (reference === null) return null;
+      const which = /^(?:last|previous)/i.test(m[1]!) ? 'last' : 'this';
+      return calendarPeriod(which, m[2]!.toLowerCase(), reference);
+    },
+  },
+  {
+    pattern: new RegExp(String.raw`\b(?:last|on|this\s+past)\s+(${WEEKDAY})\b`, 'gi'),
+    resolve: (m, reference) => {
+      if (reference === null) return null;
+      const weekday = WEEKDAY_INDEX.get(m[1]!.toLowerCase())!;
+      const daysBack = (reference.getUTCDay() - weekday + 7) % 7 || 7;
+      return relativeDays(reference, daysBack);
+    },
+  },
+];
+
+function relativeDays(reference: Date | null, daysBack: number): TimePeriod | null {
+  if (reference === null) return null;
+  const startMs = dayStart(reference.getTime()) - daysBack * DAY_MS;
+  return { startMs, endMs: startMs + DAY_MS };
+}
+
+/**
+ * "3 days ago" is rarely exact: a day either side for days, half a unit either side otherwise.
+ * Vague counts ("a few weeks ago") span their whole range.
+ */
+function agoPeriod(countWord: string, unit: string, reference: Date): TimePeriod {
+  const lower = countWord.toLowerCase().replace(/\s+/g, ' ');
+  const vague = !COUNT_WORDS.has(lower) && !/^\d/.test(lower);
+  const [fewest, most] = vague ? vagueRange(lower) : [toCount(lower), toCount(lower)];
+  const size = unitMs(unit);
+  const now = reference.getTime();
+  if (size === DAY_MS) {
+    return { startMs: dayStart(now) - (most + 1) * DAY_MS, endMs: dayStart(now) - (fewest - 2) * DAY_MS };
+  }
+  return { startMs: now - (most + 0.5) * size, endMs: now - (fewest - 0.5) * size };
+}
+
+function calendarPeriod(which: 'last' | 'this', unit: string, reference: Date): TimePeriod {
+  const year = reference.getUTCFullYear();
+  const month = reference.getUTCMonth();
+  const untilNow = reference.getTime() + 1;
+  switch (unit) {
+    case 'week': {
+      const start = weekStart(reference);
+      return which === 'last' ? { startMs: start - WEEK_MS, endMs: start } : { startMs: start, endMs: untilNow };
+    }
+    case 'weekend': {
+      // The Saturday of the latest weekend that is over, or of this one when inside it.
+      const day = reference.getUTCDay();
+      const back = which === 'last' ? [8, 2, 3, 4, 5, 6, 7][day]! : [1, -5, -4, -3, -2, -1, 0][day]!;
+      const saturday = dayStart(reference.getTime()) - back * DAY_MS;
+      return { startMs: saturday, endMs: saturday + 2 * DAY_MS };
+    }
+    case 'month':
+      return which === 'last'
+        ? monthPeriod(year, month - 1)
+        : { startMs: Date.UTC(year, month, 1), endMs: untilNow };
+    default:
+      return which === 'last' ? yearPeriod(year - 1) : { startMs: Date.UTC(year, 0, 1), endMs: untilNow };
+  }
+}
+
+/** Years alone ("Caroline's 2022 trip"), when nothing more specific was named. */
+const BARE_YEAR = /\b((?:19|20)\d{2})\b(?!s)/g;
+/** Dates that bound rather than name the period of the event: "as of December 2023", "since 2020". */
+const BOUNDING_DATE = new RegExp(
+  String.raw`\b(as\s+of|since|after|before|until|till|by)\s+` +
+    String.raw`(?:(?:the\s+)?\d{1,2}${ORDINAL}\s+(?:of\s+)?${MONTH}\.?(?:,?\s+${YEAR})?` +
+    String.raw`|${MONTH}\.?(?:\s+\d{1,2}${ORDINAL})?(?:,?\s+${YEAR})?|${YEAR})\b`,
+  'gi',
+);
+/**
+ * "last weekend before April 10, 2023", "the week before 16 November 2023": the date after
+ * "before" replaces the reference for the relative words.
+ */
+const ANCHOR_DATE = new RegExp(
+  String.raw`\bbefore\s+(?:(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\.?,?\s+${YEAR}|(${MONTH})\.?\s+(\d{1,2})${ORDINAL},?\s+${YEAR})\b`,
+  'i',
+);
+
+function anchorDate(query: string): Date | null {
+  const m = ANCHOR_DATE.exec(query);
+  if (m === null) return null;
+  const period =
+    m[1] !== undefined
+      ? dayPeriod(Number(m[3]), MONTH_INDEX.get(m[2]!.toLowerCase())!, Number(m[1]))
+      : dayPeriod(Number(m[6]), MONTH_INDEX.get(m[4]!.toLowerCase())!, Number(m[5]));
+  return period === null ? null : new Date(period.startMs);
+}
+
+function blank(text: string, start: number, length: number): string {
+  return text.slice(0, start) + ' '.repeat(length) + text.slice(start + length);
+}
+
+/**
+ * The period a question names explicitly: a date ("on 8 May 2023"), a month ("in May 2023",
+ * "in June"), a year ("in 2022"), or a relative one resolved against the reference date
+ * ("yesterday", "last week", "last month", "3 days ago", "in the past two months"). Months and
+ * days without a year take the latest one begun by the reference. Dates that only bound the
+ * event ("since 2020", "as of May 2023") name nothing. When several periods are named, the span
+ * from the earliest start to the latest end. Null when none is named, when the reference is
+ * needed but invalid, or when the period starts after the reference (a plan, not a memory).
+ */
+export function namedPeriod(query: string, reference: Date = new Date()): TimePeriod | null {
+  const validReference = anchorDate(query) ?? (Number.isFinite(reference.getTime()) ? reference : null);
+  // The bounding word stays: "the week before" still needs its "before".
+  let text = query.replace(BOUNDING_DATE, (words, keyword: string) => keyword + ' '.repeat(words.length - keyword.length));
+  const found: TimePeriod[] = [];
+  for (const rule of PERIOD_RULES) {
+    for (const match of [...text.matchAll(rule.pattern)]) {
+      const period = rule.resolve(match, validReference);
+      if (period !== null) found.push(period);
+      text = blank(text, match.index!, match[0].length);
+    }
+  }
+  if (found.length === 0) {
+    for (const match of text.matchAll(BARE_YEAR)) found.push(yearPeriod(Number(match[1])));
+  }
+
+  const latest = validReference === null ? Infinity : validReference.getTime();
+  const past = found.filter((period) => period.startMs <= latest);
+  if (past.length === 0) return null;
+  return {
+    startMs: Math.min(...past.map((period) => period.startMs)),
+    endMs: Math.max(...past.map((period) => period.endMs)),
+  };
+}
+
+/** "8 May 2023" (UTC), the form lexical documents carry so a question naming the date can match it. */
+export function formatReadableDate(ms: number): string {
+  if (!Number.isFinite(ms)) return '';
+  const date = new Date(ms);
+  return `${date.getUTCDate()} ${MONTH_NAMES[date.getUTCMonth()]} ${date.getUTCFullYear()}`;
+}
+
+/** "2023-05-08 13:56" (UTC). */
+export function formatStamp(ms: number): string {
+  if (!Number.isFinite(ms)) return '';
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
+}

@@ -1,0 +1,233 @@
+import { describe, expect, it } from 'vitest';
+import {
+  formatReadableDate,
+  formatStamp,
+  hasTimeExpression,
+  isWhenQuestion,
+  namedPeriod,
+} from '../../src/retrieval/time-cues.js';
+
+/** Tuesday 30 May 2023, 15:31 UTC. */
+const REFERENCE = new Date(Date.UTC(2023, 4, 30, 15, 31));
+const day = (year: number, month: number, date: number): number => Date.UTC(year, month - 1, date);
+const DAY_MS = 86_400_000;
+
+describe('isWhenQuestion', () => {
+  it.each([
+    'When did Caroline go to the LGBTQ support group?',
+    'when is Melanie\'s birthday',
+    'What year did Melanie paint a sunrise?',
+    'Which month was the trip?',
+    "In which month's last week did they meet?",
+    'What date is the party?',
+    'What day of the week did I meet Juan?',
+    'What time did she leave?',
+    'How long ago was Caroline\'s 18th birthday?',
+    'How long has John been surfing?',
+    'How many days passed between the two events?',
+    'How many weeks ago did I start using the app?',
+    'Since when has he lived there?',
+    'On what date did they marry?',
+  ])('recognises %j', (query) => {
+    expect(isWhenQuestion(query)).toBe(true);
+  });
+
+  it.each([
+    'What did Caroline research?',
+    'What time management techniques do they use?',
+    'How many times did she call?',
+    'Who did Caroline date?',
+    'Where did Joanna travel?',
+    'What is the name of my hamster?',
+  ])('rejects %j', (query) => {
+    expect(isWhenQuestion(query)).toBe(false);
+  });
+});
+
+describe('hasTimeExpression', () => {
+  it.each([
+    'I went to a support group yesterday',
+    'See you tomorrow!',
+    'It happened two years ago',
+    'We went camping last weekend',
+    'Last week was hectic',
+    'Next month I start my new job',
+    'I was there this morning',
+    'She was born in 1994',
+    'I loved the 90s',
+    'I loved the 1990s',
+    'Meet me on 5/12',
+    'Meet me at 10:30',
+    'Meet me at 5pm',
+    'It was a Tuesday',
+    'In January it snowed',
+    'We met on 5 May.',
+    'We met in May',
+    'in may we went hiking',
+    'Since early May I run daily',
+    'The big day is May 20',
+    'Jan 5 was fun',
+    'a few days later she called',
+    'a couple of weeks',
+    'for 3 hours',
+    'the week before the exam',
+    'over the summer',
+    'during the holidays',
+    'Christmas was fun',
+    'I recently started painting',
+    'the other day I saw him',
+  ])('finds a time in %j', (text) => {
+    expect(hasTimeExpression(text)).toBe(true);
+  });
+
+  it.each([
+    'Caroline: I love painting',
+    'Have a nice day!',
+    'I may go to the gym',
+    'This may be hard',
+    'She may be right, May I ask why?',
+    'Jan said hi',
+    "I'm feeling great",
+    'That sounds amazing, tell me more',
+    'My dog is called Max',
+  ])('finds no time in %j', (text) => {
+    expect(hasTimeExpression(text)).toBe(false);
+  });
+});
+
+describe('namedPeriod', () => {
+  const period = (query: string, reference: Date = REFERENCE) => namedPeriod(query, reference);
+
+  it('reads a full date in its common spellings as that UTC day', () => {
+    const may8 = { startMs: day(2023, 5, 8), endMs: day(2023, 5, 9) };
+    for (const query of [
+      'What happened on 8 May 2023?',
+      'What happened on 8 May, 2023?',
+      'What happened on the 8th of May 2023?',
+      'What happened on May 8, 2023?',
+      'What happened on May 8th 2023?',
+      'What happened on 2023-05-08?',
+    ]) {
+      expect(period(query)).toEqual(may8);
+    }
+  });
+
+  it('reads a month and year as that month', () => {
+    expect(period('What did Caroline do in May 2023?')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) });
+    expect(period('Where did Joanna travel to in Jul. 2022?')).toEqual({ startMs: day(2022, 7, 1), endMs: day(2022, 8, 1) });
+  });
+
+  it('reads a year', () => {
+    expect(period('When did John get an ankle injury in 2023?')).toEqual({ startMs: day(2023, 1, 1), endMs: day(2024, 1, 1) });
+    expect(period("What was Caroline's 2022 trip like?")).toEqual({ startMs: day(2022, 1, 1), endMs: day(2023, 1, 1) });
+  });
+
+  it('resolves a bare month to the latest one begun by the reference', () => {
+    expect(period('How many bikes did I service in March?')).toEqual({ startMs: day(2023, 3, 1), endMs: day(2023, 4, 1) });
+    expect(period('What did we do in may?')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) });
+    expect(period('What did I do in June?')).toEqual({ startMs: day(2022, 6, 1), endMs: day(2022, 7, 1) });
+    expect(period('What did I do on 8 May?')).toEqual({ startMs: day(2023, 5, 8), endMs: day(2023, 5, 9) });
+  });
+
+  it('resolves relative days against the reference', () => {
+    expect(period('What did I eat yesterday?')).toEqual({ startMs: day(2023, 5, 29), endMs: day(2023, 5, 30) });
+    expect(period('And the day before yesterday?')).toEqual({ startMs: day(2023, 5, 28), endMs: day(2023, 5, 29) });
+    expect(period('What did I do today?')).toEqual({ startMs: day(2023, 5, 30), endMs: day(2023, 5, 31) });
+    // Friday before Tuesday 30 May.
+    expect(period('What did I do last Friday?')).toEqual({ startMs: day(2023, 5, 26), endMs: day(2023, 5, 27) });
+  });
+
+  it('reads last week, weekend, month and year as calendar periods', () => {
+    expect(period('What did I do last week?')).toEqual({ startMs: day(2023, 5, 22), endMs: day(2023, 5, 29) });
+    expect(period('What did I do last weekend?')).toEqual({ startMs: day(2023, 5, 27), endMs: day(2023, 5, 29) });
+    expect(period('What certification did I complete last month?')).toEqual({ startMs: day(2023, 4, 1), endMs: day(2023, 5, 1) });
+    expect(period('Where did I go last year?')).toEqual({ startMs: day(2022, 1, 1), endMs: day(2023, 1, 1) });
+    expect(period('last month', new Date(Date.UTC(2023, 0, 15)))).toEqual({ startMs: day(2022, 12, 1), endMs: day(2023, 1, 1) });
+  });
+
+  it('reads "this week/month/year" as up to the reference', () => {
+    expect(period('What did I buy this month?')).toEqual({ startMs: day(2023, 5, 1), endMs: REFERENCE.getTime() + 1 });
+  });
+
+  it('reads spans ending at the reference', () => {
+    const now = REFERENCE.getTime();
+    expect(period('What did I buy in the last two months?')?.endMs).toBe(now + 1);
+    expect(period('What did I buy in the last two months?')?.startMs).toBeCloseTo(now - 2 * 30.44 * DAY_MS, -3);
+    expect(period('What did I fix in the past few months?')?.startMs).toBeCloseTo(now - 5 * 30.44 * DAY_MS, -3);
+    expect(period('What did I read in the past week?')).toEqual({ startMs: now - 7 * DAY_MS, endMs: now + 1 });
+  });
+
+  it('reads "N units ago" with some slack either side', () => {
+    // Three days ago is 27 May; a day either side.
+    expect(period('What did I cook 3 days ago?')).toEqual({ startMs: day(2023, 5, 26), endMs: day(2023, 5, 29) });
+    const twoWeeks = period('Where was I two weeks ago?')!;
+    expect(twoWeeks.startMs).toBe(REFERENCE.getTime() - 2.5 * 7 * DAY_MS);
+    expect(twoWeeks.endMs).toBe(REFERENCE.getTime() - 1.5 * 7 * DAY_MS);
+    const couple = period('I cooked something a couple of days ago. What was it?')!;
+    expect(couple).toEqual({ startMs: day(2023, 5, 26), endMs: day(2023, 5, 30) });
+  });
+
+  it('resolves relative words against a date the question anchors them to', () => {
+    // 10 April 2023 is a Monday; the weekend before it is 8-9 April.
+    expect(period('What did Maria do last weekend before April 10, 2023?')).toEqual({
+      startMs: day(2023, 4, 8),
+      endMs: day(2023, 4, 10),
+    });
+    expect(period('Where was Tim in the week before 16 November 2023?')).toEqual({
+      startMs: day(2023, 11, 9),
+      endMs: day(2023, 11, 16),
+    });
+  });
+
+  it('spans every period a question names', () => {
+    expect(period('Where was John between August 11 and August 15 2023?', new Date(Date.UTC(2024, 0, 1)))).toEqual({
+      startMs: day(2023, 8, 11),
+      endMs: day(2023, 8, 16),
+    });
+  });
+
+  it('ignores dates that only bound the event', () => {
+    expect(period('How long has Tim played the piano, as of December 2022?')).toBeNull();
+    expect(period('What has she done since 2020?')).toBeNull();
+    expect(period('What did he do after May 2022?')).toBeNull();
+  });
+
+  it('returns null when nothing is named, or only a future or impossible date', () => {
+    expect(period('What is the name of my hamster?')).toBeNull();
+    expect(period('What may Caroline do next?')).toBeNull();
+    expect(period('How many days ago did I meet Emma?')).toBeNull();
+    expect(period('What will I do in June 2030?')).toBeNull();
+    expect(period('What will I do next week?')).toBeNull();
+    expect(period('What happened on 31 June 2023?')).toBeNull();
+  });
+
+  it('still reads absolute dates when the reference is invalid, but nothing relative', () => {
+    const invalid = new Date(Number.NaN);
+    expect(period('in May 2023', invalid)).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) });
+    expect(period('last week', invalid)).toBeNull();
+    expect(period('in June', invalid)).toBeNull();
+  });
+});
+
+describe('formatting', () => {
+  const ms = Date.UTC(2023, 4, 8, 13, 56, 42);
+
+  it('formats a readable UTC date', () => {
+    expect(formatReadableDate(ms)).toBe('8 May 2023');
+    expect(formatReadableDate(Date.UTC(2024, 11, 31, 23, 59))).toBe('31 December 2024');
+  });
+
+  it('formats a UTC stamp to the minute', () => {
+    expect(formatStamp(ms)).toBe('2023-05-08 13:56');
+    expect(formatStamp(Date.UTC(2024, 0, 2, 3, 4))).toBe('2024-01-02 03:04');
+  });
+
+  it('formats a non-finite time as an empty string', () => {
+    expect(formatReadableDate(Number.NaN)).toBe('');
+    expect(formatStamp(Number.POSITIVE_INFINITY)).toBe('');
+  });
+
+  it('writes dates the analyzer and namedPeriod read back', () => {
+    expect(namedPeriod(`on ${formatReadableDate(ms)}`, REFERENCE)).toEqual({ startMs: day(2023, 5, 8), endMs: day(2023, 5, 9) });
+  });
+});
