@@ -4,7 +4,7 @@ import { loadConfig, type Config } from './config.js';
 import { createEmbedder } from './embedding/create-embedder.js';
 import { buildApp } from './http/app.js';
 import { Authenticator } from './http/auth.js';
-import { createLogger } from './logger.js';
+import { createLogger, type Logger } from './logger.js';
 import { MemoryService } from './memory/memory-service.js';
 
 export interface RunningServer {
@@ -25,9 +25,12 @@ export async function startServer(config: Config, options: { handleSignals?: boo
     logger.warn({ host: config.host }, 'no token configured and listening beyond loopback: anyone who can reach this port can read and write memories (set MEMORYPOOL_TOKEN)');
   }
 
+  const retention = config.retentionDays === undefined ? null : startRetention(service, config.retentionDays, logger);
+
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
+      if (retention) clearInterval(retention);
       app.startDraining();
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
       await service.close();
@@ -53,6 +56,24 @@ export async function startServer(config: Config, options: { handleSignals?: boo
     }
   }
   return { url, close };
+}
+
+const RETENTION_SWEEP_MS = 60 * 60 * 1000;
+
+/** Purges memories ingested more than `days` ago: now, then every hour. */
+function startRetention(service: MemoryService, days: number, logger: Logger): NodeJS.Timeout {
+  const sweep = (): void => {
+    service.purgeOlderThan(Date.now() - days * 86_400_000).then(
+      (purged) => {
+        if (purged > 0) logger.info({ purged, retention_days: days }, 'retention: purged expired memories');
+      },
+      (error: Error) => logger.error({ err: error.message }, 'retention sweep failed'),
+    );
+  };
+  sweep();
+  const timer = setInterval(sweep, RETENTION_SWEEP_MS);
+  timer.unref();
+  return timer;
 }
 
 function isLoopback(host: string): boolean {

@@ -7,6 +7,7 @@ import { createLogger } from '../logger.js';
 import { startServer } from '../main.js';
 import { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
+import { exportPool, importPool } from './transfer.js';
 
 /**
  * The memorypool command. Every data command goes through the same /invoke router as HTTP,
@@ -117,6 +118,23 @@ program
   });
 
 program
+  .command('export')
+  .description("write a user's (or every user's) memories as JSONL, vectors included")
+  .option('--user <user_id>', 'only this user')
+  .option('--out <file>', 'file to write (default: stdout)')
+  .action(async (options: { user?: string; out?: string }) => {
+    await withService((service) => exportPool(service, options));
+  });
+
+program
+  .command('import')
+  .description('read memories from JSONL (as written by export); re-embeds when the model differs; repeatable')
+  .argument('<file>', 'JSONL file, or - for stdin')
+  .action(async (file: string) => {
+    await withService((service) => importPool(service, file));
+  });
+
+program
   .command('invoke')
   .description('run a BIT payload from stdin, like POST /invoke')
   .action(async () => {
@@ -136,13 +154,15 @@ async function runPayload(payload: unknown): Promise<void> {
   await withService((service) => invoke(service, payload, () => undefined));
 }
 
+/** Opens the pool on the data directory, runs the work, prints its JSON result (unless undefined). */
 async function withService(work: (service: MemoryService) => Promise<unknown>): Promise<void> {
   const config = loadConfig(globalConfig());
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
   const embedder = createEmbedder(config);
   const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: false, indexFlushDelayMs: 0 });
   try {
-    printJson(await work(service));
+    const result = await work(service);
+    if (result !== undefined) printJson(result);
   } finally {
     await service.close();
     await embedder.close();

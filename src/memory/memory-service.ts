@@ -50,6 +50,9 @@ export interface ExportedUnit {
   vector: Float32Array;
 }
 
+/** One line of `memorypool export`: a memory plus its vector and the model that produced it. */
+export type PortableRecord = Memory & { vec?: string; model?: string };
+
 export interface PoolStats {
   count: number;
   users: number;
@@ -237,14 +240,8 @@ export class MemoryService {
       const state = await this.existingUser(userId);
       if (!state?.records.has(id)) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
       await this.underLock(userId, state, async (current) => {
-        const record = current.records.get(id);
-        if (!record) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
-        const remaining = [...current.bySeq.values()].filter((other) => other.id !== id).sort((a, b) => a.seq - b.seq);
-        await this.store.rewrite(userId, remaining);
-        current.records.delete(id);
-        current.bySeq.delete(record.seq);
-        current.corpus.remove(record.seq);
-        this.markIndexDirty(current);
+        if (!current.records.has(id)) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+        await this.removeRecords(current, new Set([id]));
       });
     });
   }
@@ -275,6 +272,83 @@ export class MemoryService {
         const text = unitText(record);
         return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: decodeVector(record.vec!) };
       });
+  }
+
+  /**
+   * A user's memories as portable records: the memory, its vector and the model that made it,
+   * so an import into a pool with the same model needs no re-embedding.
+   */
+  async exportRecords(userId: string): Promise<PortableRecord[]> {
+    const state = await this.existingUser(userId);
+    if (!state) return [];
+    return [...state.bySeq.values()]
+      .sort((a, b) => a.seq - b.seq)
+      .map((record) => ({ ...publicMemory(record), vec: record.vec, model: record.model }));
+  }
+
+  /**
+   * Imports portable records (from `exportRecords`). Memories whose id the user already holds
+   * are skipped, so an import can be repeated; vectors of another model are re-embedded.
+   */
+  async importRecords(records: readonly PortableRecord[], onProgress?: (done: number) => void): Promise<{ imported: number; skipped: number; reembedded: number }> {
+    return this.track(async () => {
+      const byUser = new Map<string, PortableRecord[]>();
+      for (const record of records) {
+        let list = byUser.get(record.user_id);
+        if (!list) byUser.set(record.user_id, (list = []));
+        list.push(record);
+      }
+      let imported = 0;
+      let skipped = 0;
+      let reembedded = 0;
+      let done = 0;
+      for (const [userId, list] of byUser) {
+        const state = await this.user(userId);
+        for (let start = 0; start < list.length; start += 256) {
+          const batch = list.slice(start, start + 256).filter((record) => {
+            if (state.records.has(record.id)) skipped++;
+            return !state.records.has(record.id);
+          });
+          const stale = batch.filter((record) => record.model !== this.embedder.modelId || record.vec === undefined);
+          const fresh = await this.embed(stale.map((record) => denseText(unitText(record))));
+          const vectorById = new Map(stale.map((record, i) => [record.id, fresh[i]]));
+          reembedded += stale.length;
+          await this.underLock(userId, state, async (current) => {
+            const admitted = batch
+              .filter((record) => !current.records.has(record.id))
+              .map((record, i) => {
+                const vector = vectorById.get(record.id) ?? decodeVector(record.vec!);
+                const stored: StoredRecord = { ...record, seq: current.nextSeq + i, vec: encodeVector(vector), model: this.embedder.modelId };
+                return { record: stored, vector };
+              });
+            await this.store.append(userId, admitted.map(({ record }) => record));
+            this.admit(current, admitted);
+            imported += admitted.length;
+          });
+          done += Math.min(256, list.length - start);
+          onProgress?.(done);
+        }
+      }
+      return { imported, skipped, reembedded };
+    });
+  }
+
+  /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
+  async purgeOlderThan(cutoffMs: number): Promise<number> {
+    return this.track(async () => {
+      let purged = 0;
+      for (const userId of await this.listUsers()) {
+        const state = await this.existingUser(userId);
+        if (!state) continue;
+        await this.underLock(userId, state, async (current) => {
+          const expired = [...current.records.values()].filter((record) => Date.parse(record.created_at) < cutoffMs);
+          if (expired.length === 0) return;
+          await this.removeRecords(current, new Set(expired.map((record) => record.id)));
+          purged += expired.length;
+        });
+      }
+      return purged;
+    });
   }
 
   async listUsers(): Promise<string[]> {
@@ -369,6 +443,20 @@ export class MemoryService {
       this.admit(current, admitted);
       return { stored: true, units: admitted.length };
     });
+  }
+
+  /** Under the user's lock: rewrites the user's file without these memories, then drops them from every index. */
+  private async removeRecords(state: UserState, ids: ReadonlySet<string>): Promise<void> {
+    const remaining = [...state.bySeq.values()].filter((record) => !ids.has(record.id)).sort((a, b) => a.seq - b.seq);
+    await this.store.rewrite(state.userId, remaining);
+    for (const id of ids) {
+      const record = state.records.get(id);
+      if (!record) continue;
+      state.records.delete(id);
+      state.bySeq.delete(record.seq);
+      state.corpus.remove(record.seq);
+    }
+    this.markIndexDirty(state);
   }
 
   /** Runs a write under the user's lock, starting over if the user was deleted meanwhile. */
@@ -524,7 +612,7 @@ export class MemoryService {
   }
 }
 
-function unitText(record: StoredRecord): UnitText {
+function unitText(record: Memory): UnitText {
   return {
     text: record.text,
     role: record.role,

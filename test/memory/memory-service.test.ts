@@ -127,3 +127,39 @@ describe('MemoryService', () => {
     expect((await service.addConversation(conversation('r1', 'a', ['x']))).stored).toBe(true);
   });
 });
+
+describe('MemoryService lifecycle', () => {
+  it('exports and re-imports memories, skipping ids already present and re-embedding for another model', async () => {
+    const source = await openService({ embedder: new HashEmbedder({ dimensions: 32 }) });
+    await source.addConversation(conversation('r1', 'conv', ['pottery on Sunday', 'the cafe downtown']));
+    await source.addMemory({ userId: 'other', text: 'remember the milk', tags: ['errand'] });
+    const exported = [...(await source.exportRecords('conv')), ...(await source.exportRecords('other'))];
+    expect(exported).toHaveLength(3);
+    expect(exported.every((record) => typeof record.vec === 'string')).toBe(true);
+
+    const sameModel = await openService({ embedder: new HashEmbedder({ dimensions: 32 }) });
+    expect(await sameModel.importRecords(exported)).toEqual({ imported: 3, skipped: 0, reembedded: 0 });
+    expect(await sameModel.importRecords(exported)).toEqual({ imported: 0, skipped: 3, reembedded: 0 });
+    expect((await sameModel.search({ userId: 'conv', query: 'pottery', limit: 1 }))[0].memory.id).toBe(exported[0].id);
+
+    const otherModel = await openService({ embedder: new HashEmbedder({ dimensions: 48 }) });
+    expect(await otherModel.importRecords(exported)).toEqual({ imported: 3, skipped: 0, reembedded: 3 });
+    expect((await otherModel.get('other', exported[2].id)).tags).toEqual(['errand']);
+    expect((await otherModel.exportUnits('conv')).every((unit) => unit.vector.length === 48)).toBe(true);
+  });
+
+  it('purges memories ingested before the retention cutoff, and only those', async () => {
+    const dataDir = await tempDir();
+    const service = await openService({ dataDir });
+    const old = await service.addMemory({ userId: 'u', text: 'old news' });
+    const cutoff = Date.now() + 1;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const fresh = await service.addMemory({ userId: 'u', text: 'fresh news' });
+    expect(await service.purgeOlderThan(cutoff)).toBe(1);
+    await expect(service.get('u', old.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect((await service.search({ userId: 'u', query: 'news', limit: 5 })).map((hit) => hit.memory.id)).toEqual([fresh.id]);
+    await service.close();
+    const reopened = await openService({ dataDir });
+    expect(reopened.count).toBe(1);
+  });
+});
