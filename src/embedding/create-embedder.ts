@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import { BatchingEmbedder } from './batching-embedder.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { HttpEmbedder } from './http-embedder.js';
@@ -12,8 +13,8 @@ export function createEmbedder(config: Pick<Config, 'embedder' | 'modelDir' | 'e
       if (!config.embedderUrl || !config.embedderModel || !config.embedderDimensions) {
         throw new Error('The http embedder needs MEMORYPOOL_EMBEDDER_URL, MEMORYPOOL_EMBEDDER_MODEL and MEMORYPOOL_EMBEDDER_DIMENSIONS');
       }
-      return new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey });
+      return new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey }));
     case 'onnx':
-      return new OnnxEmbedder({ modelDir: config.modelDir });
+      return new BatchingEmbedder(new OnnxEmbedder({ modelDir: config.modelDir }));
   }
 }

@@ -13,6 +13,11 @@ export interface Embedder {
    * Encodes texts to L2-normalised vectors, in input order. Callers never pass empty or
    * whitespace-only strings (the ONNX model fails on zero tokens).
    */
-  embed(texts: readonly string[]): Promise<Float32Array[]>;
+  embed(texts: readonly string[], options?: EmbedOptions): Promise<Float32Array[]>;
   close(): Promise<void>;
+}
+
+export interface EmbedOptions {
+  /** `query`: a search waits on it, so it goes ahead of queued ingest work where batching applies. */
+  priority?: 'query' | 'ingest';
 }

@@ -185,7 +185,7 @@ export class MemoryService {
       const weights = overrides.weights ? resolveWeights({ ...this.weights, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
-      const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)));
+      const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query');
       const prepared: PreparedText[] = texts.map((text, i) => ({ terms: analyze(text), vector: vectors[i] }));
       const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
       if (request.tag) wantedTags.add(request.tag.toLowerCase());
@@ -586,10 +586,10 @@ export class MemoryService {
     return { index: VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2)), fromCache: false };
   }
 
-  private async embed(texts: string[]): Promise<Float32Array[]> {
+  private async embed(texts: string[], priority: 'query' | 'ingest' = 'ingest'): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     try {
-      return await this.embedder.embed(texts);
+      return await this.embedder.embed(texts, { priority });
     } catch (error) {
       if (isAppError(error)) throw error;
       throw createError('EMBEDDER_UNAVAILABLE', `Embedder failed: ${errorMessage(error)}`, { cause: error });
