@@ -629,6 +629,7 @@ function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
     terms: analyze(lexicalText(text)),
     speaker: record.role ? record.role.toLowerCase() : null,
     sessionId: record.session_id ?? null,
+    messageKey: record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null,
     timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
     importance: record.importance,
     tags: record.tags.map((tag) => tag.toLowerCase()),

@@ -21,6 +21,8 @@ export interface CorpusUnit {
   /** Lowercased speaker name, or null. */
   speaker: string | null;
   sessionId: string | null;
+  /** Units split from one message share it; null for a unit that is a whole memory. */
+  messageKey: string | null;
   timeMs: number;
   importance: number;
   /** Lowercased tags. */
@@ -55,8 +57,12 @@ export interface RankedUnit {
 
 interface UnitLinks {
   unit: CorpusUnit;
+  /** Adjacent units in the session (a sibling part of the same message, or another message). */
   previous: CorpusUnit | null;
   next: CorpusUnit | null;
+  /** Nearest units of the neighbouring messages: the turn before and the turn after. */
+  previousTurn: CorpusUnit | null;
+  nextTurn: CorpusUnit | null;
   /** v·p with the previous unit's vector, for the context blend. */
   selfDotPrevious: number | undefined;
 }
@@ -99,7 +105,7 @@ export class UserCorpus {
     const touchedSessions = new Set<string>();
     for (const unit of units) {
       if (this.links.has(unit.seq)) this.remove(unit.seq);
-      this.links.set(unit.seq, { unit, previous: null, next: null, selfDotPrevious: undefined });
+      this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
       if (indexVectors || !this.vectors.has(unit.seq)) this.vectors.add(unit.seq, unit.vector);
       if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
@@ -157,14 +163,14 @@ export class UserCorpus {
     const baseBySeq = new Map<number, number>();
     candidates.forEach((link, i) => baseBySeq.set(link.unit.seq, base[i]));
 
-    const ranked: RankedUnit[] = [];
+    const ranked: Array<RankedUnit & { messageKey: string | null }> = [];
     for (let i = 0; i < candidates.length; i++) {
-      const { unit, previous, next } = candidates[i];
+      const { unit, previousTurn, nextTurn } = candidates[i];
       if (query.filter && !query.filter(unit.seq)) continue;
       let score = withNeighbours(
         base[i],
-        previous ? baseBySeq.get(previous.seq) : undefined,
-        next ? baseBySeq.get(next.seq) : undefined,
+        previousTurn ? baseBySeq.get(previousTurn.seq) : undefined,
+        nextTurn ? baseBySeq.get(nextTurn.seq) : undefined,
         weights.neighbourWeight,
       );
       if (query.speaker !== null && unit.speaker === query.speaker) score += weights.speakerBoost;
@@ -173,10 +179,10 @@ export class UserCorpus {
       if (query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs) score += weights.periodBoost;
       score *= importanceMultiplier(unit.importance, weights.importanceWeight);
       score *= decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
-      ranked.push({ seq: unit.seq, score });
+      ranked.push({ seq: unit.seq, score, messageKey: unit.messageKey });
     }
     ranked.sort(compareRanked);
-    return ranked.slice(0, limit);
+    return bestPartPerMessage(ranked, limit);
   }
 
   /**
@@ -194,8 +200,7 @@ export class UserCorpus {
     const withNeighbourSeqs = new Set(chosen);
     for (const seq of chosen) {
       const link = this.links.get(seq);
-      if (link?.previous) withNeighbourSeqs.add(link.previous.seq);
-      if (link?.next) withNeighbourSeqs.add(link.next.seq);
+      for (const neighbour of [link?.previous, link?.next, link?.previousTurn, link?.nextTurn]) if (neighbour) withNeighbourSeqs.add(neighbour.seq);
     }
     const out: UnitLinks[] = [];
     for (const seq of withNeighbourSeqs) {
@@ -233,6 +238,7 @@ export class UserCorpus {
     const session = this.sessions.get(sessionId);
     if (!session) return;
     session.sort((a, b) => a.timeMs - b.timeMs || a.seq - b.seq);
+    let previousTurn: CorpusUnit | null = null;
     for (let i = 0; i < session.length; i++) {
       const link = this.links.get(session[i].seq);
       if (!link) continue;
@@ -241,8 +247,40 @@ export class UserCorpus {
       if (link.previous !== previous) link.selfDotPrevious = previous ? dot(link.unit.vector, previous.vector) : undefined;
       link.previous = previous;
       link.next = next;
+      if (previous && !sameMessage(previous, link.unit)) previousTurn = previous;
+      link.previousTurn = previousTurn;
+    }
+    let nextTurn: CorpusUnit | null = null;
+    for (let i = session.length - 1; i >= 0; i--) {
+      const link = this.links.get(session[i].seq);
+      if (!link) continue;
+      const next = i + 1 < session.length ? session[i + 1] : null;
+      if (next && !sameMessage(next, link.unit)) nextTurn = next;
+      link.nextTurn = nextTurn;
     }
   }
+}
+
+function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
+  return a.messageKey !== null && a.messageKey === b.messageKey;
+}
+
+/**
+ * Keeps the best-ranked part of each message: the parts of one long message would otherwise
+ * crowd the top of the list with one turn, and a result stands for the turn it comes from.
+ */
+function bestPartPerMessage(ranked: ReadonlyArray<RankedUnit & { messageKey: string | null }>, limit: number): RankedUnit[] {
+  const seen = new Set<string>();
+  const out: RankedUnit[] = [];
+  for (const { seq, score, messageKey } of ranked) {
+    if (out.length >= limit) break;
+    if (messageKey !== null) {
+      if (seen.has(messageKey)) continue;
+      seen.add(messageKey);
+    }
+    out.push({ seq, score });
+  }
+  return out;
 }
 
 function dot(a: Float32Array, b: Float32Array): number {

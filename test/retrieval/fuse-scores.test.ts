@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import {
+  compareRanked,
+  contextCosine,
+  decayMultiplier,
+  importanceMultiplier,
+  minMaxNormalize,
+  tagBoost,
+  weightedSum,
+  withNeighbours,
+} from '../../src/retrieval/fuse-scores.js';
+
+describe('fusion terms', () => {
+  it('minMaxNormalize maps the range onto [0, 1] and a flat list to zeros', () => {
+    expect([...minMaxNormalize([2, 4, 6])]).toEqual([0, 0.5, 1]);
+    expect([...minMaxNormalize([-1, 1])]).toEqual([0, 1]);
+    expect([...minMaxNormalize([3, 3, 3])]).toEqual([0, 0, 0]);
+    expect([...minMaxNormalize([])]).toEqual([]);
+  });
+
+  it('weightedSum blends dense and lexical by the dense weight', () => {
+    expect(weightedSum(1, 0, 0.4)).toBeCloseTo(0.4);
+    expect(weightedSum(0, 1, 0.4)).toBeCloseTo(0.6);
+    expect(weightedSum(0.5, 0.5, 0.9)).toBeCloseTo(0.5);
+  });
+
+  it('contextCosine is the cosine with the normalised sum of the unit and its previous turn', () => {
+    // q = (1, 0); v = (1, 0); p = (0, 1); alpha = 1 → (v + p)/√2 = (0.707, 0.707); cos = 0.707.
+    expect(contextCosine(1, 0, 0, 1)).toBeCloseTo(Math.SQRT1_2);
+    // Identical vectors: the blend changes nothing.
+    expect(contextCosine(0.8, 0.8, 1, 0.5)).toBeCloseTo(0.8);
+    // No previous turn, or alpha 0: the unit's own cosine.
+    expect(contextCosine(0.3, undefined, undefined, 0.5)).toBe(0.3);
+    expect(contextCosine(0.3, 0.9, 0.1, 0)).toBe(0.3);
+  });
+
+  it('withNeighbours adds a share of the better neighbour', () => {
+    expect(withNeighbours(0.5, 0.2, 0.8, 0.5)).toBeCloseTo(0.9);
+    expect(withNeighbours(0.5, undefined, undefined, 0.5)).toBe(0.5);
+    expect(withNeighbours(0.5, 0.4, undefined, 0)).toBe(0.5);
+  });
+
+  it('importanceMultiplier is bounded around 1 and never filters', () => {
+    expect(importanceMultiplier(0.5, 0.2)).toBe(1);
+    expect(importanceMultiplier(1, 0.2)).toBeCloseTo(1.1);
+    expect(importanceMultiplier(0, 0.2)).toBeCloseTo(0.9);
+    expect(importanceMultiplier(7, 0.2)).toBeCloseTo(1.1);
+    expect(importanceMultiplier(Number.NaN, 0.2)).toBe(1);
+    expect(importanceMultiplier(0, 0.2)).toBeGreaterThan(0);
+  });
+
+  it('decayMultiplier halves the decaying share every half-life', () => {
+    const day = 86_400_000;
+    expect(decayMultiplier(0, 30, 0.2)).toBe(1);
+    expect(decayMultiplier(30 * day, 30, 0.2)).toBeCloseTo(0.9);
+    expect(decayMultiplier(60 * day, 30, 0.2)).toBeCloseTo(0.85);
+    expect(decayMultiplier(-5 * day, 30, 0.2)).toBe(1);
+    expect(decayMultiplier(1e12, 30, 0)).toBe(1);
+    expect(decayMultiplier(1e15, 30, 1)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('tagBoost counts exact (case-insensitive) tag hits', () => {
+    expect(tagBoost(['Work', 'urgent'], new Set(['work', 'urgent']), 0.2)).toBeCloseTo(0.4);
+    expect(tagBoost(['work'], new Set(['working']), 0.2)).toBe(0);
+    expect(tagBoost([], new Set(['x']), 0.2)).toBe(0);
+  });
+
+  it('compareRanked sorts by score, then newer first, deterministically', () => {
+    const items = [
+      { seq: 1, score: 0.5 },
+      { seq: 3, score: 0.9 },
+      { seq: 2, score: 0.5 },
+    ];
+    expect([...items].sort(compareRanked).map((item) => item.seq)).toEqual([3, 2, 1]);
+  });
+});

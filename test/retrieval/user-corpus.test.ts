@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { analyze } from '../../src/retrieval/analyzer.js';
+import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../src/retrieval/retrieval-config.js';
+import { UserCorpus, type CorpusQuery, type CorpusUnit } from '../../src/retrieval/user-corpus.js';
+import { VectorIndex } from '../../src/retrieval/vector-index.js';
+
+const DIM = 8;
+
+function axis(i: number): Float32Array {
+  const vector = new Float32Array(DIM);
+  vector[i % DIM] = 1;
+  return vector;
+}
+
+function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): CorpusUnit {
+  return {
+    seq,
+    vector: axis(seq),
+    terms: analyze(text),
+    speaker: null,
+    sessionId: 's',
+    messageKey: `m${seq}`,
+    timeMs: 1_700_000_000_000 + seq * 1000,
+    importance: 0.5,
+    tags: [],
+    hasTimeExpression: false,
+    ...extra,
+  };
+}
+
+function query(text: string, extra: Partial<CorpusQuery> = {}): CorpusQuery {
+  return { main: { terms: analyze(text), vector: axis(7) }, options: [], speaker: null, wantedTags: new Set(), whenQuestion: false, period: null, ...extra };
+}
+
+const lexicalOnly = resolveWeights({ denseWeight: 0, neighbourWeight: 0, decayWeight: 0, importanceWeight: 0 });
+
+describe('UserCorpus', () => {
+  it('ranks by BM25 when dense weight is 0, ties broken by newer first', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    corpus.add([unit(0, 'apples are red'), unit(1, 'bananas are yellow'), unit(2, 'red red apples everywhere')]);
+    const ranked = corpus.search(query('red apples'), lexicalOnly, 3);
+    expect(ranked.map((r) => r.seq).slice(0, 2).sort()).toEqual([0, 2]);
+    expect(ranked[2].seq).toBe(1);
+    expect(ranked[2].score).toBe(0);
+  });
+
+  it('ranks by cosine when dense weight is 1', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    corpus.add([unit(0, 'a'), unit(7, 'b'), unit(3, 'c')]);
+    const ranked = corpus.search(query('zzz'), resolveWeights({ ...lexicalOnly, denseWeight: 1, contextWeight: 0 }), 3);
+    expect(ranked[0].seq).toBe(7);
+  });
+
+  it('adds a share of the neighbouring turn\'s score (the question is often in the turn before the answer)', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    corpus.add([unit(0, 'which instrument do you play'), unit(1, 'the violin every evening'), unit(2, 'nice weather today')]);
+    const weights = resolveWeights({ ...lexicalOnly, neighbourWeight: 0.5 });
+    const ranked = corpus.search(query('instrument'), weights, 3);
+    expect(ranked.map((r) => r.seq)).toEqual([0, 1, 2]);
+    expect(ranked[1].score).toBeCloseTo(0.5);
+  });
+
+  it('returns one result per message: its best part', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    corpus.add([
+      unit(0, 'long answer about gardening tomatoes', { messageKey: 'r#0' }),
+      unit(1, 'more about tomatoes and gardening soil', { messageKey: 'r#0' }),
+      unit(2, 'tomatoes in a salad', { messageKey: 'r#1' }),
+    ]);
+    const ranked = corpus.search(query('gardening tomatoes'), lexicalOnly, 10);
+    expect(ranked).toHaveLength(2);
+    expect(new Set(ranked.map((r) => r.seq)).has(2)).toBe(true);
+  });
+
+  it('boosts the named speaker softly, tags exactly, and filters only when asked', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    corpus.add([unit(0, 'I like hiking', { speaker: 'caroline' }), unit(1, 'I like hiking', { speaker: 'melanie', tags: ['outdoors'] })]);
+    const weights = resolveWeights({ ...lexicalOnly, speakerBoost: 0.3, tagBoost: 0.2 });
+    expect(corpus.search(query('hiking', { speaker: 'caroline' }), weights, 2)[0].seq).toBe(0);
+    expect(corpus.search(query('hiking', { wantedTags: new Set(['outdoors']) }), weights, 2)[0].seq).toBe(1);
+    expect(corpus.search(query('hiking', { filter: (seq) => seq === 0 }), weights, 2).map((r) => r.seq)).toEqual([0]);
+  });
+
+  it('removal drops a unit from every index and relinks its session', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    corpus.add([unit(0, 'question about cats'), unit(1, 'answer about dogs'), unit(2, 'more about birds')]);
+    corpus.remove(1);
+    expect(corpus.size).toBe(2);
+    expect(corpus.vectors.has(1)).toBe(false);
+    const ranked = corpus.search(query('cats'), resolveWeights({ ...lexicalOnly, neighbourWeight: 0.5 }), 5);
+    expect(ranked.map((r) => r.seq)).toEqual([0, 2]);
+    expect(ranked[1].score).toBeCloseTo(0.5);
+  });
+
+  it('takes HNSW and BM25 candidates above the exhaustive limit and still finds the answer', () => {
+    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const units = Array.from({ length: 300 }, (_, i) => unit(i, `filler text number ${i}`, { sessionId: `s${i % 7}` }));
+    units.push(unit(300, 'the secret password is swordfish', { sessionId: 's0' }));
+    corpus.add(units);
+    const weights = resolveWeights({ ...DEFAULT_RETRIEVAL_WEIGHTS, exhaustiveLimit: 50, candidatePool: 20 });
+    expect(corpus.search(query('secret password'), weights, 5)[0].seq).toBe(300);
+  });
+});
