@@ -1,0 +1,181 @@
+/**
+ * Evidence-recall metrics, as pure functions of plain data.
+ *
+ * A ranking is the list a system returned, best first; each entry lists the benchmark turns that
+ * unit contains (usually one; none when it could not be mapped; several when a unit spans turns).
+ * Every metric is computed from the rank (1-based) of the first unit containing each evidence
+ * item, so "a returned unit counts for every turn it contains".
+ */
+
+export const CUTOFFS = [1, 5, 10, 25, 50, 100] as const;
+export type Cutoff = (typeof CUTOFFS)[number];
+export type AtK = Record<Cutoff, number>;
+
+export type Ranking = ReadonlyArray<readonly string[]>;
+
+/** Rank of the first unit holding each evidence item, or null when it is not in the ranking. */
+export function evidenceRanks(ranking: Ranking, evidence: readonly string[]): Array<number | null> {
+  const firstRank = new Map<string, number>();
+  ranking.forEach((items, index) => {
+    for (const item of items) if (!firstRank.has(item)) firstRank.set(item, index + 1);
+  });
+  return evidence.map((item) => firstRank.get(item) ?? null);
+}
+
+/** Share of the evidence found within the first k units. */
+export function recallAtK(ranks: ReadonlyArray<number | null>, k: number): number {
+  if (ranks.length === 0) return 0;
+  return ranks.filter((rank) => rank !== null && rank <= k).length / ranks.length;
+}
+
+/** 1 when at least one evidence item is within the first k units (LongMemEval's recall_any@k). */
+export function recallAnyAtK(ranks: ReadonlyArray<number | null>, k: number): number {
+  return ranks.some((rank) => rank !== null && rank <= k) ? 1 : 0;
+}
+
+/** 1 when every evidence item is within the first k units (LongMemEval's recall_all@k). */
+export function recallAllAtK(ranks: ReadonlyArray<number | null>, k: number): number {
+  return ranks.length > 0 && ranks.every((rank) => rank !== null && rank <= k) ? 1 : 0;
+}
+
+/** 1 / rank of the first unit holding any evidence; 0 when none was returned. */
+export function reciprocalRank(ranks: ReadonlyArray<number | null>): number {
+  const found = ranks.filter((rank): rank is number => rank !== null);
+  return found.length === 0 ? 0 : 1 / Math.min(...found);
+}
+
+/**
+ * Binary-relevance NDCG@k over evidence items: each item found at rank r ≤ k gains
+ * 1 / log2(r + 1); the ideal places the items at ranks 1, 2, .... Capped at 1, since one unit
+ * holding two evidence turns can beat the one-item-per-rank ideal.
+ */
+export function ndcgAtK(ranks: ReadonlyArray<number | null>, k: number): number {
+  if (ranks.length === 0) return 0;
+  let dcg = 0;
+  for (const rank of ranks) if (rank !== null && rank <= k) dcg += 1 / Math.log2(rank + 1);
+  let ideal = 0;
+  for (let position = 1; position <= Math.min(ranks.length, k); position++) ideal += 1 / Math.log2(position + 1);
+  return Math.min(1, dcg / ideal);
+}
+
+/**
+ * Turns a unit ranking into a session ranking: each session at the position of its best unit,
+ * duplicates dropped. This is LongMemEval's turn-to-session conversion (it widens k until k
+ * distinct sessions are in view), so session @k means "the first k distinct sessions".
+ */
+export function sessionRanking(ranking: Ranking, sessionOf: (item: string) => string | undefined): string[][] {
+  const seen = new Set<string>();
+  const sessions: string[][] = [];
+  for (const items of ranking) {
+    const fresh: string[] = [];
+    for (const item of items) {
+      const session = sessionOf(item);
+      if (session === undefined || seen.has(session)) continue;
+      seen.add(session);
+      fresh.push(session);
+    }
+    // A unit whose sessions were all seen already adds no new position.
+    if (fresh.length > 0) sessions.push(fresh);
+  }
+  return sessions;
+}
+
+/** The per-question record kept in results: enough to recompute every metric. */
+export interface QuestionScore {
+  questionId: string;
+  category: string;
+  /** Rank of each evidence turn (null: not in the returned list). */
+  turnRanks: Array<number | null>;
+  /** Rank of each evidence session in the distinct-session ranking. */
+  sessionRanks: Array<number | null>;
+  /** Units returned. */
+  returned: number;
+}
+
+export function scoreQuestion(
+  question: { questionId: string; category: string; evidenceTurns: readonly string[]; evidenceSessions: readonly string[] },
+  ranking: Ranking,
+  sessionOf: (turnId: string) => string | undefined,
+): QuestionScore {
+  return {
+    questionId: question.questionId,
+    category: question.category,
+    turnRanks: evidenceRanks(ranking, question.evidenceTurns),
+    sessionRanks: evidenceRanks(sessionRanking(ranking, sessionOf), question.evidenceSessions),
+    returned: ranking.length,
+  };
+}
+
+export interface LevelMetrics {
+  /** Questions averaged over (those with evidence at this level). */
+  questions: number;
+  recall: AtK;
+  recallAny: AtK;
+  recallAll: AtK;
+  mrr: number;
+  ndcg10: number;
+}
+
+export interface MetricSet {
+  questions: number;
+  /** Evidence turns (LoCoMo dia_ids, LongMemEval has_answer turns). */
+  turn: LevelMetrics;
+  /** Evidence sessions, over the distinct-session ranking. */
+  session: LevelMetrics;
+}
+
+/** Means over questions; a question without evidence at a level does not count at that level. */
+export function summarize(scores: readonly QuestionScore[]): MetricSet {
+  return {
+    questions: scores.length,
+    turn: summarizeLevel(scores.map((score) => score.turnRanks)),
+    session: summarizeLevel(scores.map((score) => score.sessionRanks)),
+  };
+}
+
+function summarizeLevel(allRanks: ReadonlyArray<ReadonlyArray<number | null>>): LevelMetrics {
+  const ranks = allRanks.filter((r) => r.length > 0);
+  const atK = (metric: (r: ReadonlyArray<number | null>, k: number) => number): AtK =>
+    Object.fromEntries(CUTOFFS.map((k) => [k, mean(ranks.map((r) => metric(r, k)))])) as AtK;
+  return {
+    questions: ranks.length,
+    recall: atK(recallAtK),
+    recallAny: atK(recallAnyAtK),
+    recallAll: atK(recallAllAtK),
+    mrr: mean(ranks.map(reciprocalRank)),
+    ndcg10: mean(ranks.map((r) => ndcgAtK(r, 10))),
+  };
+}
+
+export function mean(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  let sum = 0;
+  for (const value of values) sum += value;
+  return sum / values.length;
+}
+
+/** Nearest-rank percentile (p in 0-100) of a sample; 0 for an empty one. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return 0;
+  const sorted = [...values].sort((a, b) => a - b);
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[index];
+}
+
+export interface LatencySummary {
+  count: number;
+  p50Ms: number;
+  p95Ms: number;
+  meanMs: number;
+  maxMs: number;
+}
+
+export function summarizeLatency(millis: readonly number[]): LatencySummary {
+  return {
+    count: millis.length,
+    p50Ms: percentile(millis, 50),
+    p95Ms: percentile(millis, 95),
+    meanMs: mean(millis),
+    maxMs: millis.length === 0 ? 0 : Math.max(...millis),
+  };
+}

@@ -1,0 +1,141 @@
+import type { ExportedUnit, MemoryService } from '../src/memory/memory-service.js';
+import type { RetrievalWeights } from '../src/retrieval/retrieval-config.js';
+import type { BenchQuestion, BenchUser } from './benchmark.js';
+import { ContentMatcher, type MatchStats } from './content-matcher.js';
+import type { Ranking } from './metrics.js';
+import { TurnLocator, type PlannedAdd } from './replay-plan.js';
+
+/** What an Add did, as far as the target can tell (a server only says it succeeded). */
+export interface AddResult {
+  /** False when the request id had been stored before (a reused data directory). */
+  stored?: boolean;
+  units?: number;
+}
+
+/** Where a replay sends its Adds and Searches: the service in this process, or a server. */
+export interface ReplayTarget {
+  add(add: PlannedAdd): Promise<AddResult>;
+  search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<Ranking>;
+}
+
+/** The service in this process; hits map to turns through their provenance fields. */
+export class ServiceTarget implements ReplayTarget {
+  private readonly locator: TurnLocator;
+
+  constructor(
+    private readonly service: MemoryService,
+    adds: readonly PlannedAdd[],
+  ) {
+    this.locator = new TurnLocator(adds);
+  }
+
+  async add(add: PlannedAdd): Promise<AddResult> {
+    return this.service.addConversation({
+      requestId: add.requestId,
+      userId: add.userId,
+      sessionId: add.sessionId,
+      messages: add.messages,
+    });
+  }
+
+  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<Ranking> {
+    const hits = await this.service.search({ userId: question.userId, query: question.query, limit }, weights ? { weights } : {});
+    return hits.map((hit) => this.turnsOf(question.userId, hit.memory));
+  }
+
+  /** Each exported unit with the turns it holds, for the peers. */
+  async exportUnits(userId: string): Promise<Array<ExportedUnit & { turnIds: string[] }>> {
+    const units = await this.service.exportUnits(userId);
+    return units.map((unit) => ({ ...unit, turnIds: this.turnsOf(userId, unit.memory) }));
+  }
+
+  private turnsOf(userId: string, memory: { request_id?: string; message_index?: number }): string[] {
+    const turnId = this.locator.locate(userId, memory.request_id, memory.message_index);
+    return turnId === undefined ? [] : [turnId];
+  }
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly path: string,
+    body: string,
+  ) {
+    super(`POST ${path} answered ${status}: ${body.slice(0, 300)}`);
+  }
+}
+
+interface HttpSearchHit {
+  id: string;
+  content: string;
+  score: number;
+  created_at?: string;
+}
+
+const RETRIES = 3;
+const REQUEST_TIMEOUT_MS = 120_000;
+
+/**
+ * A running server, through the evaluation platform's Add/Search contract. Its hits carry no
+ * provenance, so their `content` is matched back to the turns sent (see content-matcher.ts).
+ * Requests are retried on network errors, 429 and 5xx: request ids make Adds idempotent.
+ */
+export class HttpTarget implements ReplayTarget {
+  private readonly matchers = new Map<string, ContentMatcher>();
+
+  constructor(
+    private readonly baseUrl: string,
+    private readonly token: string | undefined,
+    users: readonly BenchUser[],
+  ) {
+    for (const user of users) this.matchers.set(user.userId, new ContentMatcher(user));
+  }
+
+  async add(add: PlannedAdd): Promise<AddResult> {
+    await this.post('/add', {
+      request_id: add.requestId,
+      user_id: add.userId,
+      session_id: add.sessionId,
+      messages: add.messages.map((message) => ({ role: message.role, timestamp: message.timestamp ?? null, content: message.content })),
+    });
+    return {};
+  }
+
+  async search(question: BenchQuestion, limit: number): Promise<Ranking> {
+    const body = (await this.post('/search', { query: question.query, user_id: question.userId, top_k: limit })) as { data?: HttpSearchHit[] };
+    if (!Array.isArray(body.data)) throw new Error(`POST /search: no data array in the answer`);
+    const matcher = this.matchers.get(question.userId);
+    return body.data.map((hit) => (matcher ? matcher.match(String(hit.content ?? '')) : []));
+  }
+
+  /** How hits were matched to turns, summed over users. */
+  matchStats(): MatchStats {
+    const total: MatchStats = { exact: 0, piece: 0, fuzzy: 0, unmatched: 0, ambiguous: 0 };
+    for (const matcher of this.matchers.values()) {
+      for (const key of Object.keys(total) as Array<keyof MatchStats>) total[key] += matcher.stats[key];
+    }
+    return total;
+  }
+
+  private async post(path: string, payload: unknown): Promise<unknown> {
+    const url = new URL(path.replace(/^\//, ''), this.baseUrl.endsWith('/') ? this.baseUrl : `${this.baseUrl}/`);
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < RETRIES; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, 500 * 2 ** attempt));
+      let response: Response;
+      try {
+        response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(payload), signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+      } catch (error) {
+        lastError = error;
+        continue;
+      }
+      const text = await response.text();
+      if (response.ok) return text === '' ? {} : JSON.parse(text);
+      lastError = new HttpError(response.status, path, text);
+      if (response.status !== 429 && response.status < 500) break;
+    }
+    throw lastError;
+  }
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env node
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { createEmbedder } from '../src/embedding/create-embedder.js';
+import type { BenchmarkName } from './benchmark.js';
+import { recallChartSpec, renderSvg } from './chart.js';
+import { evaluate } from './evaluate.js';
+import { renderReport } from './report.js';
+import { SYSTEMS } from './systems.js';
+
+/**
+ * `npm run eval -- <locomo|longmemeval> --data <path> --out <dir> [...]`: replays a benchmark,
+ * searches every question with each system, and writes results.json, report.md and recall.svg.
+ * Progress goes to stderr; stdout gets the paths written.
+ */
+interface CliOptions {
+  data: string;
+  out: string;
+  limit?: number;
+  systems?: string[];
+  url?: string;
+  token?: string;
+  embedder: 'onnx' | 'hash';
+  modelDir?: string;
+  keepData?: boolean;
+  dataDir?: string;
+}
+
+function positiveInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive integer');
+  return parsed;
+}
+
+function list(value: string): string[] {
+  return value.split(',').map((part) => part.trim()).filter(Boolean);
+}
+
+/** The command as typed, with any token masked, so the report can say how to reproduce it. */
+function commandLine(argv: readonly string[]): string {
+  const args: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--token' && i + 1 < argv.length) {
+      args.push(arg, '***');
+      i++;
+    } else if (arg.startsWith('--token=')) {
+      args.push('--token=***');
+    } else {
+      args.push(/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
+    }
+  }
+  const viaNpm = process.env.npm_lifecycle_event === 'eval';
+  return viaNpm ? `npm run eval -- ${args.join(' ')}` : `node ${relative(process.cwd(), process.argv[1])} ${args.join(' ')}`;
+}
+
+async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void> {
+  if (options.token !== undefined && options.url === undefined) throw new InvalidArgumentError('--token needs --url');
+  const started = Date.now();
+  const { results, questionScores } = await evaluate({
+    benchmark,
+    data: options.data,
+    limit: options.limit,
+    systems: options.systems,
+    url: options.url,
+    token: options.token,
+    embedderKind: options.embedder,
+    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir }),
+    command: commandLine(process.argv.slice(2)),
+    keepData: options.keepData,
+    dataDir: options.dataDir,
+  });
+
+  await mkdir(options.out, { recursive: true });
+  const files = {
+    results: join(options.out, 'results.json'),
+    report: join(options.out, 'report.md'),
+    chart: join(options.out, 'recall.svg'),
+    questions: join(options.out, 'questions.jsonl'),
+  };
+  await writeFile(files.results, `${JSON.stringify(results, null, 2)}\n`);
+  await writeFile(files.report, renderReport(results));
+  await writeFile(files.chart, await renderSvg(recallChartSpec(results)));
+  const perQuestion = questionScores.flatMap(({ system, scores }) => scores.map((score) => JSON.stringify({ system, ...score })));
+  await writeFile(files.questions, perQuestion.length > 0 ? `${perQuestion.join('\n')}\n` : '');
+
+  for (const system of results.systems) {
+    const figure = system.headline
+      ? `R@10 ${(system.headline.turn.recall[10] * 100).toFixed(1)}  MRR ${system.headline.turn.mrr.toFixed(3)}`
+      : `failed: ${system.error}`;
+    process.stderr.write(`${system.name.padEnd(14)} ${figure}\n`);
+  }
+  process.stderr.write(`done in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  process.stdout.write(`${JSON.stringify(files)}\n`);
+}
+
+function addCommand(program: Command, name: BenchmarkName, description: string, dataHelp: string): void {
+  program
+    .command(name)
+    .description(description)
+    .requiredOption('--data <path>', dataHelp)
+    .requiredOption('--out <dir>', 'directory for results.json, report.md, recall.svg and questions.jsonl')
+    .option('--limit <n>', 'only the first n questions (and the users they ask about)', positiveInt)
+    .option('--systems <a,b,...>', `systems to compare (default all): ${SYSTEMS.map((s) => s.name).join(', ')}`, list)
+    .option('--url <base>', 'replay against a running server through POST <base>/add and <base>/search instead of in-process')
+    .option('--token <token>', 'bearer token for --url')
+    .addOption(new Option('--embedder <kind>', 'embedder for in-process runs (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
+    .option('--model-dir <dir>', 'model directory for the onnx embedder (default: the built models/ directory)')
+    .option('--keep-data', "keep the service's temporary data directory")
+    .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
+    .action((options: CliOptions) => run(name, options));
+}
+
+const program = new Command('run-eval')
+  .description('Evidence-recall benchmarks for memorypool: replays, ablations and peers side by side')
+  .showHelpAfterError();
+addCommand(program, 'locomo', 'LoCoMo: a JSON array of conversations', 'LoCoMo JSON file (e.g. ../shared/datasets/locomo10-dev.json)');
+addCommand(program, 'longmemeval', 'LongMemEval: one question per file, or a file of questions', 'folder of LongMemEval question files, or one JSON file');
+
+program.parseAsync(process.argv).catch((error: unknown) => {
+  process.stderr.write(`run-eval: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import {
+  evidenceRanks,
+  ndcgAtK,
+  percentile,
+  recallAllAtK,
+  recallAnyAtK,
+  recallAtK,
+  reciprocalRank,
+  scoreQuestion,
+  sessionRanking,
+  summarize,
+  type Ranking,
+} from '../../eval/metrics.js';
+
+// Units returned best first; each lists the turns it contains.
+const ranking: Ranking = [['a'], ['x'], ['b', 'c'], [], ['a'], ['d']];
+
+describe('evidenceRanks', () => {
+  it('gives each evidence turn the rank of the first unit containing it', () => {
+    expect(evidenceRanks(ranking, ['a', 'b', 'c', 'd', 'z'])).toEqual([1, 3, 3, 6, null]);
+  });
+
+  it('counts a unit for every turn it contains', () => {
+    expect(evidenceRanks([['p', 'q']], ['q', 'p'])).toEqual([1, 1]);
+  });
+});
+
+describe('recall@k', () => {
+  const ranks = evidenceRanks(ranking, ['b', 'd']); // [3, 6]
+
+  it('is the share of evidence within the first k units', () => {
+    expect(recallAtK(ranks, 1)).toBe(0);
+    expect(recallAtK(ranks, 3)).toBe(0.5);
+    expect(recallAtK(ranks, 5)).toBe(0.5);
+    expect(recallAtK(ranks, 6)).toBe(1);
+  });
+
+  it('treats missing evidence as never recalled', () => {
+    expect(recallAtK([null, 2], 100)).toBe(0.5);
+    expect(recallAtK([], 10)).toBe(0);
+  });
+
+  it('has any/all variants', () => {
+    expect(recallAnyAtK(ranks, 2)).toBe(0);
+    expect(recallAnyAtK(ranks, 3)).toBe(1);
+    expect(recallAllAtK(ranks, 5)).toBe(0);
+    expect(recallAllAtK(ranks, 6)).toBe(1);
+    expect(recallAllAtK([], 6)).toBe(0);
+  });
+});
+
+describe('reciprocalRank', () => {
+  it('is one over the rank of the first evidence hit', () => {
+    expect(reciprocalRank([3, 6])).toBeCloseTo(1 / 3);
+    expect(reciprocalRank([null, 2])).toBe(0.5);
+    expect(reciprocalRank([null])).toBe(0);
+  });
+});
+
+describe('ndcgAtK', () => {
+  it('is 1 for evidence at the top ranks', () => {
+    expect(ndcgAtK([1], 10)).toBe(1);
+    expect(ndcgAtK([2, 1], 10)).toBe(1);
+  });
+
+  it('discounts by log2(rank + 1) against the ideal', () => {
+    // One item at rank 3: (1 / log2 4) / (1 / log2 2) = 0.5.
+    expect(ndcgAtK([3], 10)).toBeCloseTo(0.5);
+    // Items at 1 and 3: (1 + 0.5) / (1 + 1 / log2 3).
+    expect(ndcgAtK([1, 3], 10)).toBeCloseTo(1.5 / (1 + 1 / Math.log2(3)));
+  });
+
+  it('ignores evidence past k and caps at 1', () => {
+    expect(ndcgAtK([11], 10)).toBe(0);
+    expect(ndcgAtK([1, 1], 10)).toBe(1);
+    expect(ndcgAtK([], 10)).toBe(0);
+  });
+});
+
+describe('sessionRanking', () => {
+  it('keeps each session at its best unit and drops repeats', () => {
+    const sessionOf = (turn: string) => ({ a: 's1', b: 's2', c: 's1', d: 's3', x: 's2' })[turn];
+    expect(sessionRanking(ranking, sessionOf)).toEqual([['s1'], ['s2'], ['s3']]);
+  });
+});
+
+describe('scoreQuestion and summarize', () => {
+  const sessionOf = (turn: string) => ({ a: 's1', b: 's2', c: 's2', d: 's3', x: 's4' })[turn];
+
+  it('scores turns and sessions from one ranking', () => {
+    const score = scoreQuestion({ questionId: 'q', category: '1', evidenceTurns: ['c', 'd'], evidenceSessions: ['s2', 's3'] }, ranking, sessionOf);
+    // Sessions in order: s1, s4, s2, s3.
+    expect(score).toEqual({ questionId: 'q', category: '1', turnRanks: [3, 6], sessionRanks: [3, 4], returned: 6 });
+  });
+
+  it('averages over questions with evidence at each level', () => {
+    const set = summarize([
+      { questionId: 'q1', category: '1', turnRanks: [1], sessionRanks: [1], returned: 1 },
+      { questionId: 'q2', category: '1', turnRanks: [null, 4], sessionRanks: [], returned: 4 },
+    ]);
+    expect(set.questions).toBe(2);
+    expect(set.turn.questions).toBe(2);
+    expect(set.turn.recall[1]).toBe(0.5);
+    expect(set.turn.recall[5]).toBe(0.75);
+    expect(set.turn.recallAny[5]).toBe(1);
+    expect(set.turn.recallAll[100]).toBe(0.5);
+    expect(set.turn.mrr).toBeCloseTo((1 + 0.25) / 2);
+    expect(set.turn.ndcg10).toBeCloseTo((1 + 1 / Math.log2(5) / (1 + 1 / Math.log2(3))) / 2);
+    expect(set.session.questions).toBe(1);
+    expect(set.session.recallAll[1]).toBe(1);
+  });
+});
+
+describe('percentile', () => {
+  it('uses the nearest rank', () => {
+    const values = [5, 1, 4, 2, 3, 6, 7, 8, 9, 10];
+    expect(percentile(values, 50)).toBe(5);
+    expect(percentile(values, 95)).toBe(10);
+    expect(percentile([], 50)).toBe(0);
+  });
+});
