@@ -1,7 +1,12 @@
 import hnswlib from 'hnswlib-node';
 
 const M = 16;
-const EF_CONSTRUCTION = 200;
+/**
+ * Lower than hnswlib's customary 200: insertion cost grows with it, and every Add pays it on the
+ * request path. Users small enough to be scored exhaustively never read the graph; for larger
+ * ones, 64 still gives the candidate lists the recall they need (the search ef is at least 64).
+ */
+const EF_CONSTRUCTION = 64;
 const INITIAL_CAPACITY = 1024;
 
 export interface VectorHit {
