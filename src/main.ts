@@ -31,7 +31,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const close = (): Promise<void> => {
     closing ??= (async () => {
       if (retention) clearInterval(retention);
-      app.startDraining();
+      await app.startDraining();
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
       await service.close();
       await app.close();

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
 import { AppError, createError, errors, isAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MemoryService } from '../memory/memory-service.js';
@@ -34,8 +34,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Fastify's request lines carry the URL, whose query string may hold a user's search:
     // ours (below) name only the route pattern.
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    // Fastify's own closing 503 has a body of its own shape; ours (the draining hook below)
+    // answers requests that arrive on open connections while the server closes.
+    return503OnClosing: false,
     routerOptions: { maxParamLength: 2048 },
+    // Paths the router itself refuses (bad percent-encoding, a parameter over maxParamLength)
+    // would otherwise get fastify's own body, which also echoes the URL back.
+    frameworkErrors: (error, _request, reply) => {
+      const detail = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'A path parameter is too long' : 'The request path is not validly encoded';
+      sendError(reply, createError('BAD_REQUEST', detail));
+    },
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -43,8 +51,30 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   let draining = false;
-  app.decorate('startDraining', () => {
+  // Requests admitted before draining began and not yet answered: the drain waits for them,
+  // since their client was told nothing yet (a body may still be arriving).
+  let admitted = 0;
+  const idleWaiters: Array<() => void> = [];
+  app.decorate('startDraining', (timeoutMs = 10_000) => {
     draining = true;
+    if (admitted === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      timer.unref();
+      idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  });
+  app.addHook('preClose', async () => {
+    draining = true;
+  });
+  // While draining, every answer closes its connection: a client's idle keep-alive connection
+  // would otherwise hold the server's close (and the process's exit) open.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (draining) reply.header('connection', 'close');
+    return payload;
   });
   app.decorateRequest('grant', null);
 
@@ -68,8 +98,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
   });
 
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (draining && request.routeOptions.url !== '/health') throw createError('SHUTTING_DOWN');
+    admitted++;
+    reply.raw.once('close', () => {
+      admitted--;
+      if (admitted === 0) for (const wake of idleWaiters.splice(0)) wake();
+    });
   });
   app.addHook('onRequest', authHook(options.authenticator));
 
@@ -78,9 +113,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (appError.status >= 500) {
       request.log.error({ err: { message: (error as Error).message, code: (error as FastifyError).code, stack: (error as Error).stack }, url: request.routeOptions.url }, 'request failed');
     }
-    const body = appError.code === 'VALIDATION_FAILED' ? { detail: appError.issues ?? [] } : { detail: { reason: appError.message } };
-    if (appError.status === 503) reply.header('retry-after', '1');
-    return reply.code(appError.status).send(body);
+    return sendError(reply, appError);
   });
 
   app.setNotFoundHandler((request, reply) => {
@@ -90,6 +123,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
   return app;
+}
+
+/** The one error body: the platform's problem list for validation, `{detail: {reason}}` for the rest. */
+function sendError(reply: FastifyReply, appError: AppError): FastifyReply {
+  const body = appError.code === 'VALIDATION_FAILED' ? { detail: appError.issues ?? [] } : { detail: { reason: appError.message } };
+  if (appError.status === 503) reply.header('retry-after', '1');
+  return reply.code(appError.status).send(body);
 }
 
 function toAppError(error: FastifyError | AppError): AppError {
@@ -104,7 +144,10 @@ function toAppError(error: FastifyError | AppError): AppError {
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Refuses new requests with 503 while in-flight ones finish (graceful shutdown). */
-    startDraining(): void;
+    /**
+     * Refuses new requests with 503 from now on; resolves once every request admitted before
+     * has been answered (or after `timeoutMs`, default 10 s), so the caller can then close the service.
+     */
+    startDraining(timeoutMs?: number): Promise<void>;
   }
 }

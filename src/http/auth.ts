@@ -33,8 +33,7 @@ export class Authenticator {
     const grants: TokenGrant[] = [];
     if (config.token) grants.push({ digest: digest(config.token), userPrefixes: null });
     if (config.tokensFile) {
-      const entries = tokensFileSchema.parse(JSON.parse(readFileSync(config.tokensFile, 'utf8')));
-      for (const entry of entries) grants.push({ digest: digest(entry.token), userPrefixes: entry.user_prefixes ?? null });
+      for (const entry of readTokensFile(config.tokensFile)) grants.push({ digest: digest(entry.token), userPrefixes: entry.user_prefixes ?? null });
     }
     return new Authenticator(grants);
   }
@@ -63,6 +62,28 @@ export function assertUserAllowed(grant: TokenGrant | null, userId: string): voi
   if (grant === null || grant.userPrefixes === null) return;
   if (grant.userPrefixes.some((prefix) => userId.startsWith(prefix))) return;
   throw createError('FORBIDDEN', 'These credentials do not cover this user');
+}
+
+/**
+ * The tokens file's entries. Its errors name the file and the place, never the text: V8 quotes
+ * the JSON around a syntax error ("Unexpected token 's', ..."{"token": super-secr"..."), and the
+ * message ends up in the startup error on stderr.
+ */
+function readTokensFile(file: string): z.infer<typeof tokensFileSchema> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    const position = /position (\d+)/.exec(error.message)?.[1];
+    throw new Error(`Tokens file ${file} is not valid JSON${position === undefined ? '' : ` (at position ${position})`}`);
+  }
+  const result = tokensFileSchema.safeParse(parsed);
+  if (!result.success) {
+    const problems = result.error.issues.map((issue) => `${issue.path.join('.') || '(top level)'}: ${issue.message}`);
+    throw new Error(`Tokens file ${file} is invalid: ${problems.join('; ')}`);
+  }
+  return result.data;
 }
 
 function credentialFrom(headers: Record<string, string | string[] | undefined>): string | null {

@@ -152,6 +152,9 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
         let keys = nonIntegerLiterals.get(container);
         if (!keys) nonIntegerLiterals.set(container, (keys = new Set()));
         keys.add(key);
+      } else if (container !== undefined && key !== undefined) {
+        // A repeated key's last value is the one kept (as JSON.parse does): so is its literal.
+        nonIntegerLiterals.get(container)?.delete(key);
       }
       return value;
     }

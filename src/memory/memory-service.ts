@@ -66,6 +66,14 @@ export interface PoolStats {
   }>;
 }
 
+/** Written beside the HNSW file: what built it, and the checksum it must still have to be read. */
+interface IndexMeta {
+  model: string;
+  dimensions: number;
+  analyzer: string;
+  sha256: string;
+}
+
 interface UserState {
   userId: string;
   lock: Mutex;
@@ -499,8 +507,8 @@ export class MemoryService {
       if (state.deleted || !state.indexDirty) return;
       state.indexDirty = false;
       try {
-        await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => state.corpus.vectors.write(temp));
-        const meta = { model: this.embedder.modelId, dimensions: this.embedder.dimensions, analyzer: ANALYZER_VERSION };
+        const sha256 = await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => state.corpus.vectors.write(temp));
+        const meta: IndexMeta = { model: this.embedder.modelId, dimensions: this.embedder.dimensions, analyzer: ANALYZER_VERSION, sha256 };
         await this.store.writeCacheText(state.userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
       } catch (error) {
         state.indexDirty = true;
@@ -574,12 +582,16 @@ export class MemoryService {
     try {
       const text = await this.store.readCacheText(userId, INDEX_META_FILE);
       if (text === null) return { index: VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2)), fromCache: false };
-      const meta = JSON.parse(text) as { model?: string; dimensions?: number };
-      if (meta.model === this.embedder.modelId && meta.dimensions === this.embedder.dimensions) {
+      const meta = JSON.parse(text) as Partial<IndexMeta>;
+      const intact = typeof meta.sha256 === 'string' && (await this.store.cacheFileMatches(userId, INDEX_FILE, meta.sha256));
+      if (!intact) {
+        this.logger.warn({ file: metaPath }, 'vector index does not match its recorded checksum: rebuilding from the JSONL');
+      } else if (meta.model === this.embedder.modelId && meta.dimensions === this.embedder.dimensions) {
         const index = await VectorIndex.read(this.store.cacheFilePath(userId, INDEX_FILE), this.embedder.dimensions);
         return { index, fromCache: true };
+      } else {
+        this.logger.info({ file: metaPath }, 'vector index was built by another model: rebuilding');
       }
-      this.logger.info({ user_index: metaPath }, 'vector index was built by another model: rebuilding');
     } catch (error) {
       this.logger.warn({ file: metaPath, err: errorMessage(error) }, 'vector index unreadable: rebuilding from the JSONL');
     }

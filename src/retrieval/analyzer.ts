@@ -137,9 +137,12 @@ function remember(token: string, terms: TokenTerms): TokenTerms {
   return terms;
 }
 
+/** Longer "words" are not language (hashes, runs of letters); stemming time grows with the square of a word's length. */
+const MAX_STEMMED_LENGTH = 64;
+
 function wordTerms(word: string): readonly string[] {
   if (word.length === 0 || STOP_WORDS.has(word)) return NO_TERMS;
-  return [stemWord(word)];
+  return [word.length > MAX_STEMMED_LENGTH ? word : stemWord(word)];
 }
 
 /** Lowercased word without dots (acronyms) and without its clitics. */

@@ -370,10 +370,6 @@ function anchorDate(query: string): Date | null {
   return period === null ? null : new Date(period.startMs);
 }
 
-function blank(text: string, start: number, length: number): string {
-  return text.slice(0, start) + ' '.repeat(length) + text.slice(start + length);
-}
-
 /**
  * The period a question names explicitly: a date ("on 8 May 2023"), a month ("in May 2023",
  * "in June"), a year ("in 2022"), or a relative one resolved against the reference date
@@ -389,11 +385,17 @@ export function namedPeriod(query: string, reference: Date = new Date()): TimePe
   let text = query.replace(BOUNDING_DATE, (words, keyword: string) => keyword + ' '.repeat(words.length - keyword.length));
   const found: TimePeriod[] = [];
   for (const rule of PERIOD_RULES) {
-    for (const match of [...text.matchAll(rule.pattern)]) {
+    // Matched phrases are blanked in one pass (rebuilding the text per match is quadratic on a
+    // long query) so that a later, looser rule cannot read them again.
+    let blanked = '';
+    let copied = 0;
+    for (const match of text.matchAll(rule.pattern)) {
       const period = rule.resolve(match, validReference);
       if (period !== null) found.push(period);
-      text = blank(text, match.index!, match[0].length);
+      blanked += text.slice(copied, match.index) + ' '.repeat(match[0].length);
+      copied = match.index! + match[0].length;
     }
+    if (copied > 0) text = blanked + text.slice(copied);
   }
   if (found.length === 0) {
     for (const match of text.matchAll(BARE_YEAR)) found.push(yearPeriod(Number(match[1])));

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
+import { createReadStream, constants as fsConstants } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
@@ -169,15 +169,17 @@ export class JsonlStore {
    * Writes an index cache file through `write(tempPath)`, then renames it into place, so a
    * reader never sees a half-written index.
    */
-  async writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<void> {
+  async writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string> {
     await this.ensureUserDir(userId);
     const file = path.join(this.userDir(userId), name);
     const temp = `${file}.tmp-${process.pid}`;
     try {
       await write(temp);
       await fsyncPath(temp);
+      const checksum = await sha256File(temp);
       await rename(temp, file);
       await fsyncPath(this.userDir(userId));
+      return checksum;
     } catch (error) {
       await rm(temp, { force: true }).catch(() => undefined);
       throw storageError(error);
@@ -186,6 +188,19 @@ export class JsonlStore {
 
   async writeCacheText(userId: string, name: string, text: string): Promise<void> {
     await this.writeCacheFile(userId, name, (temp) => writeFile(temp, text, { mode: 0o600 }));
+  }
+
+  /**
+   * Whether a cache file still has the checksum recorded when it was written. A library that
+   * reads a binary index trusts its bytes (a damaged HNSW graph can crash the process), so a
+   * cache is read only once it proves intact.
+   */
+  async cacheFileMatches(userId: string, name: string, checksum: string): Promise<boolean> {
+    try {
+      return (await sha256File(path.join(this.userDir(userId), name))) === checksum;
+    } catch {
+      return false;
+    }
   }
 
   /** A cache file's text, or null when there is none. */
@@ -321,6 +336,12 @@ async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]
     }
   }
   if (chunk.length > 0) await writeFully(handle, Buffer.from(chunk.join(''), 'utf8'));
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }
 
 async function fsyncPath(target: string): Promise<void> {
