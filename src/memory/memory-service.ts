@@ -5,6 +5,7 @@ import { denseText, lexicalText, splitIntoUnits, standaloneContent, type UnitTex
 import { silentLogger, type Logger } from '../logger.js';
 import { analyze, ANALYZER_VERSION } from '../retrieval/analyzer.js';
 import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
 import { hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import { UserCorpus, type CorpusUnit, type PreparedText } from '../retrieval/user-corpus.js';
 import { VectorIndex } from '../retrieval/vector-index.js';
@@ -24,8 +25,6 @@ import type {
 const INDEX_FILE = 'vectors.hnsw';
 const INDEX_META_FILE = 'vectors.meta.json';
 const INDEX_FLUSH_DELAY_MS = 2_000;
-/** Roles that name no person: a question mentioning "user" is not about a speaker called user. */
-const GENERIC_ROLES = new Set(['user', 'assistant', 'system', 'human', 'ai', 'bot', 'tool', 'agent', 'model']);
 
 export interface MemoryServiceOptions {
   dataDir: string;
@@ -203,6 +202,7 @@ export class MemoryService {
           main: prepared[0],
           options: prepared.slice(1),
           speaker: namedSpeaker(request.query, state.corpus.speakers),
+          role: addressedRole(request.query, state.corpus.speakers),
           wantedTags,
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
@@ -652,17 +652,6 @@ function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
 function publicMemory(record: StoredRecord): Memory {
   const { seq: _seq, batch: _batch, vec: _vec, model: _model, ...memory } = record;
   return memory;
-}
-
-/** The one known speaker a query names by name, if exactly one. */
-export function namedSpeaker(query: string, speakers: readonly string[]): string | null {
-  const words = new Set(query.toLowerCase().match(/[\p{L}\p{N}'’-]+/gu) ?? []);
-  const named = speakers.filter((speaker) => {
-    if (GENERIC_ROLES.has(speaker)) return false;
-    const first = speaker.split(/\s+/)[0];
-    return words.has(speaker) || words.has(first) || words.has(`${first}'s`) || words.has(`${first}’s`);
-  });
-  return named.length === 1 ? named[0] : null;
 }
 
 function roundScore(score: number): number {

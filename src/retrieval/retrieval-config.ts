@@ -12,6 +12,8 @@ export interface RetrievalWeights {
   neighbourWeight: number;
   /** Added to units spoken by the one known speaker a query names (soft: never a filter). */
   speakerBoost: number;
+  /** Added to the turns of the generic role (user, assistant) a query is about: "what did I…" → the user's turns. */
+  roleBoost: number;
   /** Added per query tag (or query word) that equals one of the unit's tags exactly. */
   tagBoost: number;
   /** Added to units holding a time expression when the query asks "when". */
@@ -33,10 +35,11 @@ export interface RetrievalWeights {
 }
 
 export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.freeze({
-  denseWeight: 0.4,
+  denseWeight: 0.5,
   contextWeight: 0.5,
   neighbourWeight: 0.5,
   speakerBoost: 0.15,
+  roleBoost: 0.3,
   tagBoost: 0.2,
   timeCueBoost: 0.05,
   periodBoost: 0.1,

@@ -42,6 +42,8 @@ export interface CorpusQuery {
   options: readonly PreparedText[];
   /** Lowercased speaker the query names, if exactly one known speaker. */
   speaker: string | null;
+  /** Lowercased generic role (user, assistant) the query is about, if any. */
+  role?: string | null;
   /** Lowercased tags whose exact presence on a unit is rewarded. */
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
@@ -174,6 +176,7 @@ export class UserCorpus {
         weights.neighbourWeight,
       );
       if (query.speaker !== null && unit.speaker === query.speaker) score += weights.speakerBoost;
+      if (query.role && unit.speaker === query.role) score += weights.roleBoost;
       score += tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
       if (query.whenQuestion && unit.hasTimeExpression) score += weights.timeCueBoost;
       if (query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs) score += weights.periodBoost;

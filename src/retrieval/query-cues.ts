@@ -1,0 +1,41 @@
+/**
+ * Who a query is about, read from its words. Pure functions of the query and the user's known
+ * speakers (lowercased roles), so the cues can be tested on their own.
+ */
+
+/** Roles that name no person: a question mentioning "user" is not about a speaker called user. */
+const GENERIC_ROLES = new Set(['user', 'assistant', 'system', 'human', 'ai', 'bot', 'tool', 'agent', 'model']);
+const USER_ROLES = ['user', 'human'];
+const ASSISTANT_ROLES = ['assistant', 'ai', 'bot', 'model', 'agent'];
+
+/** "you told me", "you recommended": the question asks what the assistant said. */
+const ASKS_ASSISTANT = /\byou\s+(?:(?:had|have|just)\s+)?(?:said|say|told|tell|mentioned|mention|recommended|recommend|suggested|suggest|gave|give|listed|list|provided|provide|shared|share|explained|explain|described|describe|wrote|write|came up with|created|made)\b/i;
+/** The speaker talks about themself. */
+const FIRST_PERSON = /\b(?:i|me|my|mine|myself|i['’](?:m|ve|d|ll))\b/i;
+
+function words(query: string): Set<string> {
+  return new Set(query.toLowerCase().match(/[\p{L}\p{N}'’-]+/gu) ?? []);
+}
+
+/** The one known speaker a query names by name, if exactly one (a soft boost, never a filter). */
+export function namedSpeaker(query: string, speakers: readonly string[]): string | null {
+  const said = words(query);
+  const named = speakers.filter((speaker) => {
+    if (GENERIC_ROLES.has(speaker)) return false;
+    const first = speaker.split(/\s+/)[0];
+    return said.has(speaker) || said.has(first) || said.has(`${first}'s`) || said.has(`${first}’s`);
+  });
+  return named.length === 1 ? named[0] : null;
+}
+
+/**
+ * In a user/assistant history, a first-person question ("what did I buy?") is about the user's
+ * own turns, and "what did you recommend?" about the assistant's. Null when the history has no
+ * such role or the query says neither.
+ */
+export function addressedRole(query: string, speakers: readonly string[]): string | null {
+  const pick = (candidates: readonly string[]): string | null => candidates.find((role) => speakers.includes(role)) ?? null;
+  if (ASKS_ASSISTANT.test(query)) return pick(ASSISTANT_ROLES);
+  if (FIRST_PERSON.test(query)) return pick(USER_ROLES);
+  return null;
+}

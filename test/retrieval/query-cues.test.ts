@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { addressedRole, namedSpeaker } from '../../src/retrieval/query-cues.js';
+
+describe('namedSpeaker', () => {
+  const speakers = ['caroline', 'melanie', 'user'];
+
+  it('finds the one known speaker a query names, by full or first name, possessive too', () => {
+    expect(namedSpeaker('What did Caroline research?', speakers)).toBe('caroline');
+    expect(namedSpeaker("What is Melanie's favourite book?", speakers)).toBe('melanie');
+    expect(namedSpeaker('When did Jon Smith move?', ['jon smith', 'gina'])).toBe('jon smith');
+  });
+
+  it('is null when no speaker or several are named, and never picks a generic role', () => {
+    expect(namedSpeaker('What do Caroline and Melanie both like?', speakers)).toBeNull();
+    expect(namedSpeaker('What is the weather?', speakers)).toBeNull();
+    expect(namedSpeaker('What did the user say?', speakers)).toBeNull();
+  });
+});
+
+describe('addressedRole', () => {
+  const roles = ['user', 'assistant'];
+
+  it('sends first-person questions to the user\'s turns', () => {
+    expect(addressedRole('What did I buy for my sister?', roles)).toBe('user');
+    expect(addressedRole("How many days ago did I meet Emma?", roles)).toBe('user');
+    expect(addressedRole("I'm anxious about Tokyo, any tips?", roles)).toBe('user');
+  });
+
+  it('sends "what did you recommend" questions to the assistant\'s turns', () => {
+    expect(addressedRole('Can you remind me which hotel you recommended?', roles)).toBe('assistant');
+    expect(addressedRole('What was the third tip you gave me?', roles)).toBe('assistant');
+  });
+
+  it('is null without such roles in the history, or without a cue', () => {
+    expect(addressedRole('What did I buy?', ['caroline', 'melanie'])).toBeNull();
+    expect(addressedRole('Where is the Eiffel tower?', roles)).toBeNull();
+    expect(addressedRole('What did I buy?', ['human', 'ai'])).toBe('human');
+  });
+});
