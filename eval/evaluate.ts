@@ -13,7 +13,7 @@ import { LanceDbPeer } from './peers/lancedb-peer.js';
 import { OramaPeer } from './peers/orama-peer.js';
 import type { Peer } from './peers/peer.js';
 import { mapConcurrent } from './pool.js';
-import { Progress } from './progress.js';
+import { Progress } from '../src/cli/progress.js';
 import { planAdds, type PlannedAdd } from './replay-plan.js';
 import { HttpTarget, ServiceTarget, type ReplayTarget } from './replay-targets.js';
 import { summarizeScores, type DatasetSummary, type EvalResults, type IngestSummary, type SystemResult } from './results.js';
