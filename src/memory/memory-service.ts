@@ -278,7 +278,7 @@ export class MemoryService {
       .sort((a, b) => a.seq - b.seq)
       .map((record) => {
         const text = unitText(record);
-        return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: decodeVector(record.vec!) };
+        return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: state.corpus.vectorOf(record.seq)! };
       });
   }
 
@@ -291,7 +291,7 @@ export class MemoryService {
     if (!state) return [];
     return [...state.bySeq.values()]
       .sort((a, b) => a.seq - b.seq)
-      .map((record) => ({ ...publicMemory(record), vec: record.vec, model: record.model }));
+      .map((record) => ({ ...publicMemory(record), vec: encodeVector(state.corpus.vectorOf(record.seq)!), model: record.model }));
   }
 
   /**
@@ -456,7 +456,10 @@ export class MemoryService {
   /** Under the user's lock: rewrites the user's file without these memories, then drops them from every index. */
   private async removeRecords(state: UserState, ids: ReadonlySet<string>): Promise<void> {
     const remaining = [...state.bySeq.values()].filter((record) => !ids.has(record.id)).sort((a, b) => a.seq - b.seq);
-    await this.store.rewrite(state.userId, remaining);
+    await this.store.rewrite(
+      state.userId,
+      remaining.map((record) => ({ ...record, vec: encodeVector(state.corpus.vectorOf(record.seq)!) })),
+    );
     for (const id of ids) {
       const record = state.records.get(id);
       if (!record) continue;
@@ -485,6 +488,8 @@ export class MemoryService {
       if (record.request_id !== undefined) state.requestIds.add(record.request_id);
       state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
       units.push(corpusUnit(record, vector));
+      // The vector lives in the corpus; its base64 copy served the append and would double the memory.
+      delete record.vec;
     }
     state.corpus.add(units);
     this.markIndexDirty(state);
@@ -545,6 +550,7 @@ export class MemoryService {
     const live = new Set(records.map((record) => record.seq));
     if (fromCache) for (const label of index.labels()) if (!live.has(label)) index.markDeletedOnLoad(label);
     corpus.add(records.map((record, i) => corpusUnit(record, vectors[i])), !fromCache);
+    for (const record of records) delete record.vec;
     const state: UserState = {
       userId,
       lock: new Mutex(),

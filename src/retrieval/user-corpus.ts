@@ -102,6 +102,10 @@ export class UserCorpus {
     return this.links.has(seq);
   }
 
+  vectorOf(seq: number): Float32Array | undefined {
+    return this.links.get(seq)?.unit.vector;
+  }
+
   /** Adds units; `indexVectors` false when the HNSW index was loaded from disk already holding them. */
   add(units: readonly CorpusUnit[], indexVectors = true): void {
     const touchedSessions = new Set<string>();
