@@ -25,6 +25,8 @@ import type {
 const INDEX_FILE = 'vectors.hnsw';
 const INDEX_META_FILE = 'vectors.meta.json';
 const INDEX_FLUSH_DELAY_MS = 2_000;
+/** Vectors added to a rebuilding HNSW index per turn of the event loop (~50 ms of work). */
+const INDEX_SLICE = 200;
 
 export interface MemoryServiceOptions {
   dataDir: string;
@@ -61,7 +63,7 @@ export interface PoolStats {
     count: number;
     sessions: number;
     bytes_on_disk: number;
-    index: { vectors: number; pending_flush: boolean };
+    index: { vectors: number; complete: boolean; pending_flush: boolean };
   }>;
 }
 
@@ -379,7 +381,7 @@ export class MemoryService {
         count: state.records.size,
         sessions: sessions.size,
         bytes_on_disk: Object.values(usage).reduce((sum, size) => sum + size, 0),
-        index: { vectors: state.corpus.vectors.size, pending_flush: state.indexDirty },
+        index: { vectors: state.corpus.vectors.size, complete: state.corpus.vectorIndexComplete, pending_flush: state.indexDirty },
       });
     }
     return {
@@ -397,7 +399,8 @@ export class MemoryService {
     for (const state of this.users.values()) {
       if (state.flushTimer) clearTimeout(state.flushTimer);
       state.flushTimer = null;
-      if (state.indexDirty) await this.flushIndex(state).catch((error) => this.logger.error({ err: errorMessage(error) }, 'index flush failed at close'));
+      // Always through the lock: a timer's flush may be writing right now with the flag already cleared.
+      await this.flushIndex(state).catch((error) => this.logger.error({ err: errorMessage(error) }, 'index flush failed at close'));
     }
   }
 
@@ -549,7 +552,7 @@ export class MemoryService {
     const corpus = new UserCorpus(index);
     const live = new Set(records.map((record) => record.seq));
     if (fromCache) for (const label of index.labels()) if (!live.has(label)) index.markDeletedOnLoad(label);
-    corpus.add(records.map((record, i) => corpusUnit(record, vectors[i])), !fromCache);
+    corpus.add(records.map((record, i) => corpusUnit(record, vectors[i])), true);
     for (const record of records) delete record.vec;
     const state: UserState = {
       userId,
@@ -564,8 +567,26 @@ export class MemoryService {
       deleted: false,
     };
     this.users.set(userId, state);
-    if (records.length > 0 && (!fromCache || index.size !== records.length)) this.markIndexDirty(state);
+    if (!corpus.vectorIndexComplete) void this.completeVectorIndex(state);
     return state;
+  }
+
+  /**
+   * Fills the HNSW index with the vectors a fresh or stale cache lacks, a slice at a time under
+   * the user's lock, so a start with a missing index serves at once (exhaustive scoring meanwhile)
+   * and writes never interleave with the index being saved.
+   */
+  private async completeVectorIndex(state: UserState): Promise<void> {
+    try {
+      for (;;) {
+        const remaining = await state.lock.run(async () => (state.deleted ? 0 : state.corpus.indexPending(INDEX_SLICE)));
+        if (remaining === 0) break;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      if (!state.deleted) this.markIndexDirty(state);
+    } catch (error) {
+      this.logger.error({ err: errorMessage(error) }, 'vector index rebuild failed; searches stay exhaustive');
+    }
   }
 
   /** Stored vectors, re-embedding (and rewriting the file) where the model changed since they were written. */

@@ -81,8 +81,16 @@ export class UserCorpus {
   private readonly speakerCounts = new Map<string, number>();
   private newestTime = -Infinity;
 
+  /** Units whose vectors the HNSW index does not hold yet (a rebuild in progress). */
+  private readonly unindexed = new Set<number>();
+
   constructor(vectors: VectorIndex) {
     this.vectors = vectors;
+  }
+
+  /** Whether the HNSW index holds every unit (search uses it only then; until then it scores exhaustively). */
+  get vectorIndexComplete(): boolean {
+    return this.unindexed.size === 0;
   }
 
   get size(): number {
@@ -106,14 +114,21 @@ export class UserCorpus {
     return this.links.get(seq)?.unit.vector;
   }
 
-  /** Adds units; `indexVectors` false when the HNSW index was loaded from disk already holding them. */
-  add(units: readonly CorpusUnit[], indexVectors = true): void {
+  /**
+   * Adds units, searchable at once. Their vectors enter the HNSW index now, or with
+   * `deferIndexing` later through `indexPending` (a rebuild of thousands of points must not hold
+   * up a start); units the index already holds (read from its cache) are not added again.
+   */
+  add(units: readonly CorpusUnit[], deferIndexing = false): void {
     const touchedSessions = new Set<string>();
     for (const unit of units) {
       if (this.links.has(unit.seq)) this.remove(unit.seq);
       this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
-      if (indexVectors || !this.vectors.has(unit.seq)) this.vectors.add(unit.seq, unit.vector);
+      if (!this.vectors.has(unit.seq)) {
+        if (deferIndexing || this.unindexed.size > 0) this.unindexed.add(unit.seq);
+        else this.vectors.add(unit.seq, unit.vector);
+      }
       if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
       if (unit.timeMs > this.newestTime) this.newestTime = unit.timeMs;
       if (unit.sessionId !== null) {
@@ -126,6 +141,17 @@ export class UserCorpus {
     for (const sessionId of touchedSessions) this.relink(sessionId);
   }
 
+  /** Moves up to `count` deferred vectors into the HNSW index; returns how many remain. */
+  indexPending(count: number): number {
+    for (const seq of this.unindexed) {
+      if (count-- <= 0) break;
+      const link = this.links.get(seq);
+      if (link) this.vectors.add(seq, link.unit.vector);
+      this.unindexed.delete(seq);
+    }
+    return this.unindexed.size;
+  }
+
   remove(seq: number): void {
     const link = this.links.get(seq);
     if (!link) return;
@@ -133,6 +159,7 @@ export class UserCorpus {
     this.links.delete(seq);
     this.lexical.remove(seq);
     this.vectors.remove(seq);
+    this.unindexed.delete(seq);
     if (unit.speaker) {
       const count = (this.speakerCounts.get(unit.speaker) ?? 1) - 1;
       if (count <= 0) this.speakerCounts.delete(unit.speaker);
@@ -197,7 +224,7 @@ export class UserCorpus {
    * units). Larger ones take the best BM25 and HNSW candidates plus their session neighbours.
    */
   private candidates(query: CorpusQuery, weights: RetrievalWeights): UnitLinks[] {
-    if (this.links.size <= weights.exhaustiveLimit) return [...this.links.values()];
+    if (this.links.size <= weights.exhaustiveLimit || !this.vectorIndexComplete) return [...this.links.values()];
     const chosen = new Set<number>();
     for (const text of [query.main, ...query.options]) {
       const lexical = [...this.lexical.score(text.terms)].sort((a, b) => b[1] - a[1]);

@@ -163,3 +163,22 @@ describe('MemoryService lifecycle', () => {
     expect(reopened.count).toBe(1);
   });
 });
+
+describe('MemoryService vector index rebuild', () => {
+  it('serves at once from a missing index, rebuilds it in the background, and saves it', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir });
+    await first.addConversation(conversation('r1', 'conv', Array.from({ length: 30 }, (_, i) => `fact number ${i} about topic ${i}`)));
+    await first.close();
+    const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
+    await rm(path.join(userDir, 'vectors.hnsw'));
+
+    const second = await openService({ dataDir });
+    expect((await second.search({ userId: 'conv', query: 'topic 17', limit: 1 }))[0].memory.text).toBe('fact number 17 about topic 17');
+    for (let i = 0; i < 100 && !(await second.stats()).per_user[0].index.complete; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    const stats = await second.stats();
+    expect(stats.per_user[0].index).toMatchObject({ vectors: 30, complete: true });
+    await second.close();
+    expect(await readdir(userDir)).toContain('vectors.hnsw');
+  });
+});
