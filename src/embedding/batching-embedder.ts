@@ -1,31 +1,40 @@
 import type { EmbedOptions, Embedder } from './embedder.js';
 
 interface Job {
-  texts: readonly string[];
+  vectors: Float32Array[];
+  remaining: number;
+  failed: boolean;
   resolve: (vectors: Float32Array[]) => void;
   reject: (error: unknown) => void;
 }
 
+interface Item {
+  job: Job;
+  index: number;
+  text: string;
+}
+
 /**
- * Runs one model call at a time and merges the texts of concurrent callers into it. Sixty-four
- * Adds of twenty messages each would otherwise start sixty-four small runs that fight over two
- * cores; merged, they fill batches of `maxBatch` that the model runs at full speed. Query
- * embeddings (searches) wait only for the batch in progress, never behind queued ingest work.
+ * Runs one model call at a time over texts pooled from every concurrent caller. Sixty-four Adds
+ * of twenty messages each would otherwise start sixty-four small runs that fight over two cores.
+ * Each run takes the oldest waiting text and the `maxBatch` texts nearest it in length, so a
+ * batch carries little padding (the encoder's cost follows the longest text in it) and no text
+ * waits forever. Query texts (searches) run before any queued ingest text.
  */
 export class BatchingEmbedder implements Embedder {
   readonly modelId: string;
   readonly dimensions: number;
   private readonly inner: Embedder;
   private readonly maxBatch: number;
-  private readonly urgent: Job[] = [];
-  private readonly normal: Job[] = [];
+  private urgent: Item[] = [];
+  private normal: Item[] = [];
   private running = false;
 
   constructor(inner: Embedder, options: { maxBatch?: number } = {}) {
     this.inner = inner;
     this.modelId = inner.modelId;
     this.dimensions = inner.dimensions;
-    this.maxBatch = options.maxBatch ?? 128;
+    this.maxBatch = options.maxBatch ?? 64;
   }
 
   ready(): Promise<void> {
@@ -39,7 +48,9 @@ export class BatchingEmbedder implements Embedder {
   embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      (options.priority === 'query' ? this.urgent : this.normal).push({ texts, resolve, reject });
+      const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject };
+      const queue = options.priority === 'query' ? this.urgent : this.normal;
+      texts.forEach((text, index) => queue.push({ job, index, text }));
       void this.drain();
     });
   }
@@ -49,18 +60,25 @@ export class BatchingEmbedder implements Embedder {
     this.running = true;
     try {
       for (;;) {
-        const jobs = this.takeBatch();
-        if (jobs.length === 0) return;
-        const texts = jobs.flatMap((job) => job.texts);
+        const batch = this.takeBatch();
+        if (batch.length === 0) return;
         try {
-          const vectors = await this.inner.embed(texts);
-          let offset = 0;
-          for (const job of jobs) {
-            job.resolve(vectors.slice(offset, offset + job.texts.length));
-            offset += job.texts.length;
-          }
+          const vectors = await this.inner.embed(batch.map((item) => item.text));
+          batch.forEach((item, i) => {
+            const { job } = item;
+            if (job.failed) return;
+            job.vectors[item.index] = vectors[i];
+            if (--job.remaining === 0) job.resolve(job.vectors);
+          });
         } catch (error) {
-          for (const job of jobs) job.reject(error);
+          for (const { job } of batch) {
+            if (job.failed) continue;
+            job.failed = true;
+            job.reject(error);
+          }
+          // The failed callers' other texts need not run.
+          this.urgent = this.urgent.filter((item) => !item.job.failed);
+          this.normal = this.normal.filter((item) => !item.job.failed);
         }
       }
     } finally {
@@ -68,17 +86,15 @@ export class BatchingEmbedder implements Embedder {
     }
   }
 
-  /** Urgent jobs first, then whole jobs while they fit; a job larger than a batch goes alone. */
-  private takeBatch(): Job[] {
-    const taken: Job[] = [];
-    let size = 0;
-    for (const queue of [this.urgent, this.normal]) {
-      while (queue.length > 0 && (taken.length === 0 || size + queue[0].texts.length <= this.maxBatch)) {
-        const job = queue.shift()!;
-        taken.push(job);
-        size += job.texts.length;
-      }
-    }
-    return taken;
+  private takeBatch(): Item[] {
+    if (this.urgent.length > 0) return this.urgent.splice(0, this.maxBatch);
+    if (this.normal.length <= this.maxBatch) return this.normal.splice(0, this.normal.length);
+    const oldest = this.normal[0];
+    const byLength = [...this.normal].sort((a, b) => a.text.length - b.text.length);
+    const at = byLength.indexOf(oldest);
+    const start = Math.max(0, Math.min(at - (this.maxBatch >> 1), byLength.length - this.maxBatch));
+    const taken = new Set(byLength.slice(start, start + this.maxBatch));
+    this.normal = this.normal.filter((item) => !taken.has(item));
+    return [...taken];
   }
 }

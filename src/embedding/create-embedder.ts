@@ -3,7 +3,7 @@ import { BatchingEmbedder } from './batching-embedder.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { HttpEmbedder } from './http-embedder.js';
-import { OnnxEmbedder } from './onnx-embedder.js';
+import { WorkerEmbedder } from './worker-embedder.js';
 
 export function createEmbedder(config: Pick<Config, 'embedder' | 'modelDir' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'>): Embedder {
   switch (config.embedder) {
@@ -15,6 +15,6 @@ export function createEmbedder(config: Pick<Config, 'embedder' | 'modelDir' | 'e
       }
       return new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey }));
     case 'onnx':
-      return new BatchingEmbedder(new OnnxEmbedder({ modelDir: config.modelDir }));
+      return new BatchingEmbedder(new WorkerEmbedder({ modelDir: config.modelDir }));
   }
 }

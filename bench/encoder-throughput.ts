@@ -1,0 +1,64 @@
+/**
+ * Throughput of the local encoder (OnnxEmbedder) on this machine. Run by hand:
+ *   npx tsx bench/encoder-throughput.ts        (or node dist/bench/encoder-throughput.js)
+ * Prints load time, throughput for short sentences (several batch sizes, and one text per call) and
+ * for paragraphs, and resident memory. Needs the built model (npm run build:model).
+ */
+import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+
+const SUBJECTS = ['My brother', 'The new manager', 'Alice', 'Our neighbour', 'The kids', 'I', 'We', 'My grandmother'];
+const VERBS = ['really enjoys', 'hates', 'is planning', 'just started', 'keeps forgetting about', 'talked about'];
+const OBJECTS = ['running marathons', 'the trip to Japan', 'baking sourdough bread', 'learning Spanish', 'the quarterly report', 'a new job offer'];
+
+function sentence(i: number): string {
+  return `${SUBJECTS[i % SUBJECTS.length]} ${VERBS[(i * 7) % VERBS.length]} ${OBJECTS[(i * 13) % OBJECTS.length]} (${i}).`;
+}
+
+function paragraph(i: number): string {
+  return Array.from({ length: 4 }, (_, k) => sentence(i * 4 + k)).join(' ');
+}
+
+/**
+ * Best of three runs, as wall-clock texts/s and texts per CPU-second of this process (both ORT
+ * threads count). On a busy 2-core machine the slower runs mostly measure neighbours, and the
+ * CPU figure is the steadier of the two.
+ */
+async function rate(embedder: OnnxEmbedder, texts: string[], perCall: number): Promise<string> {
+  let bestWall = 0;
+  let bestCpu = 0;
+  for (let run = 0; run < 3; run++) {
+    const started = performance.now();
+    const cpu = process.cpuUsage();
+    for (let i = 0; i < texts.length; i += perCall) await embedder.embed(texts.slice(i, i + perCall));
+    const used = process.cpuUsage(cpu);
+    bestWall = Math.max(bestWall, texts.length / ((performance.now() - started) / 1000));
+    bestCpu = Math.max(bestCpu, texts.length / ((used.user + used.system) / 1e6));
+  }
+  return `${bestWall.toFixed(0)} texts/s (${bestCpu.toFixed(0)} texts per CPU-second)`;
+}
+
+async function main(): Promise<void> {
+  const loadStart = performance.now();
+  const warm = new OnnxEmbedder();
+  await warm.ready();
+  console.log(`load: ${(performance.now() - loadStart).toFixed(0)} ms`);
+  await warm.embed(Array.from({ length: 64 }, (_, i) => sentence(i))); // warm-up
+  await warm.close();
+
+  const short = Array.from({ length: 2048 }, (_, i) => sentence(i));
+  for (const batchSize of [16, 32, 64, 128]) {
+    const e = new OnnxEmbedder({ batchSize });
+    await e.ready();
+    console.log(`short sentences, batch ${batchSize}: ${await rate(e, short, short.length)}`);
+    await e.close();
+  }
+  const e = new OnnxEmbedder();
+  await e.ready();
+  console.log(`short sentences, one per call: ${await rate(e, short.slice(0, 512), 1)}`);
+  const paragraphs = Array.from({ length: 512 }, (_, i) => paragraph(i));
+  console.log(`paragraphs (~50 tokens), batch 64: ${await rate(e, paragraphs, paragraphs.length)}`);
+  console.log(`rss: ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`);
+  await e.close();
+}
+
+await main();

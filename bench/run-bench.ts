@@ -1,0 +1,598 @@
+/**
+ * Load, latency and memory figures of the real server (bench/README.md says what each means).
+ *
+ *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--profile] [--keep]
+ *
+ * Starts `node dist/src/main.js` on a loopback port with a temporary data directory, drives it
+ * over HTTP, prints a JSON summary on stdout (progress goes to stderr) and writes it to
+ * `<dir>/bench.json`. A missed target is a figure, not a failure: the exit code is 0 unless the
+ * bench itself could not run.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
+import { checkAdd, checkSearch, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
+import { removeIndexCaches, writeScaleStore } from './scale-store.js';
+import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
+import { addChunks, sessionAdds, strided, loadWorkload, type AddBody, type Conversation, type Workload } from './workload.js';
+
+const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
+const DEFAULT_LOCOMO = path.resolve(PACKAGE_ROOT, '..', 'shared', 'datasets', 'locomo10-dev.json');
+const TOP_K = 100;
+const ADD_CLIENTS = 64;
+const SEARCH_CLIENTS = [32, 256] as const;
+const SCALE_SIZES = [10_000, 100_000] as const;
+/** A handful of users of 2k and 20k memories: all within the service's exhaustive-scoring limit (20k). */
+const SCALE_USERS = 5;
+const MB = 1024 * 1024;
+
+interface Plan {
+  addRequests: number;
+  addUsers: number;
+  /** Add bodies (a stride of the Add phase's) the bare encoder encodes one Add per call. */
+  encoderPerAddRequests: number;
+  searchUsers: number;
+  searchWarmup: number;
+  searchSequential: number;
+  searchSeconds: number;
+  coldStartRuns: number;
+  /** Sizes whose start without index caches (rebuilt from the JSONL) is measured too. */
+  rebuildSizes: number[];
+  rebuildTimeoutMs: number;
+}
+
+const PLANS: Record<'quick' | 'full', Plan> = {
+  quick: {
+    addRequests: 80,
+    addUsers: 128,
+    encoderPerAddRequests: 8,
+    searchUsers: 2,
+    searchWarmup: 50,
+    searchSequential: 200,
+    searchSeconds: 6,
+    coldStartRuns: 1,
+    rebuildSizes: [],
+    rebuildTimeoutMs: 0,
+  },
+  full: {
+    addRequests: 320,
+    addUsers: 128,
+    encoderPerAddRequests: 64,
+    searchUsers: 5,
+    searchWarmup: 200,
+    searchSequential: 1000,
+    searchSeconds: 20,
+    coldStartRuns: 2,
+    rebuildSizes: [10_000, 100_000],
+    rebuildTimeoutMs: 8 * 60_000,
+  },
+};
+
+const benchStarted = performance.now();
+/** Things that make a figure mean something other than it says, repeated in the summary. */
+const warnings: string[] = [];
+
+function warn(message: string): void {
+  warnings.push(message);
+  progress(`WARNING: ${message}`);
+}
+
+/** The temporary data directories, removed on the way out (unless --keep), interrupted or not. */
+let scratchDir: string | null = null;
+
+function progress(message: string): void {
+  process.stderr.write(`[bench ${((performance.now() - benchStarted) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      out: { type: 'string' },
+      quick: { type: 'boolean', default: false },
+      locomo: { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
+    },
+  });
+  const mode = values.quick ? 'quick' : 'full';
+  const plan = PLANS[mode];
+  const outDir = path.resolve(values.out ?? path.join(PACKAGE_ROOT, '.bench-out')); // git-ignored
+  await mkdir(outDir, { recursive: true });
+  const nodeArgs = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [];
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-bench-'));
+  if (!values.keep) scratchDir = workDir;
+  const startedAt = new Date().toISOString();
+  // Read at the start: others may commit while the bench runs (dist/ is what actually runs: build, then bench).
+  const commit = git(['rev-parse', '--short', 'HEAD']);
+  const uncommittedSrcFiles = git(['status', '--porcelain', '--', 'src']).split('\n').filter(Boolean).length;
+  const loadAtStart = os.loadavg();
+  const locomo = values.locomo ?? process.env.MEMORYPOOL_BENCH_LOCOMO;
+  if (locomo !== undefined && !existsSync(locomo)) throw new Error(`no LoCoMo file at ${locomo}`);
+  const workload = await loadWorkload(locomo ?? DEFAULT_LOCOMO);
+  progress(`${mode} run; texts: ${workload.source}${workload.path ? ` (${workload.path})` : ''}; data in ${workDir}; load ${loadAtStart[0].toFixed(2)}`);
+
+  try {
+    const addBodies = addChunks(workload, plan.addRequests, plan.addUsers);
+    // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.
+    const encoderBodies = strided(addBodies, ADD_CLIENTS);
+    const embedder = new OnnxEmbedder();
+    const encoderBefore = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests);
+
+    const server = await ServerProcess.start({ dataDir: path.join(workDir, 'service'), nodeArgs });
+    const client = new LoopbackClient(server.url, 256);
+    const startMs = await waitForFirstAnswer(server, client, () => ({ query: 'warm-up', user_id: 'nobody', top_k: 1 }), 120_000, () => true);
+    progress(`server up in ${startMs} ms (pid ${server.pid})`);
+    const add = await measureAdd(server, client, addBodies);
+    // Measured again after the Add phase: the machine is shared, and the mean of the two brackets its drift.
+    const encoderAfter = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests);
+    await embedder.close();
+    const search = await measureSearch(server, client, workload, plan);
+    const serviceMemory = server.memory();
+    client.close();
+    const serviceStop = await server.stop();
+    progress(`service server stopped: exit ${serviceStop.code ?? serviceStop.signal} in ${serviceStop.stop_ms} ms`);
+
+    const scale = [];
+    for (const size of SCALE_SIZES) scale.push(await measureScale(workDir, workload, size, plan, nodeArgs));
+
+    const encoder = summarizeEncoder(encoderBefore, encoderAfter);
+    const addRatio = add.messages_per_s / encoder.messages_per_s;
+    const errors = add.load.errors + search.ingest_errors + search.warmup.errors + search.sequential.errors +
+      search.concurrent.reduce((sum, phase) => sum + phase.errors + phase.connect_burst.errors, 0) +
+      scale.reduce((sum, entry) => sum + entry.search_errors, 0);
+    const single = search.sequential.latency_ms.p50;
+    const at32 = search.concurrent.find((phase) => phase.concurrency === 32)?.per_s ?? NaN;
+    const big = scale.find((entry) => entry.memories === 100_000);
+    const targets = [
+      target('zero_errors', 'no error at any concurrency', errors, 'errors', errors === 0),
+      target('add_throughput_vs_encoder', 'Add messages/s >= 0.80 x bare encoder', round(addRatio, 3), 'ratio', addRatio >= 0.8),
+      target('search_single_client_p50', 'single-client Search p50 < 10 ms', single, 'ms', single < 10),
+      target('search_32_clients_throughput', '>= 300 Search requests/s at 32 clients', at32, 'req/s', at32 >= 300),
+      target('cold_start_100k', 'spawn -> first Search answered < 5 s with 100k memories', big?.cold_start_ms ?? NaN, 'ms', (big?.cold_start_ms ?? Infinity) < 5000),
+      target('resident_100k', 'RSS < 1 GB (1024 MiB) with 100k memories', big?.rss_mb ?? NaN, 'MiB', (big?.rss_mb ?? Infinity) < 1024),
+    ];
+    const per = scale.length === 2 ? (scale[1].rss_bytes - scale[0].rss_bytes) / (scale[1].memories - scale[0].memories) : NaN;
+
+    const summary = {
+      bench: 'memorypool',
+      mode,
+      command: `npm run bench --${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`,
+      commit,
+      uncommitted_src_files: uncommittedSrcFiles,
+      started_at: startedAt,
+      duration_s: round((performance.now() - benchStarted) / 1000, 1),
+      machine: {
+        cpus: os.cpus().length,
+        cpu_model: os.cpus()[0]?.model ?? 'unknown',
+        memory_gb: round(os.totalmem() / 1024 ** 3, 1),
+        node: process.version,
+        load_avg_at_start: loadAtStart.map((value) => round(value, 2)),
+        load_avg_at_end: os.loadavg().map((value) => round(value, 2)),
+      },
+      texts: { source: workload.source, conversations: workload.conversations.length },
+      targets,
+      warnings,
+      add: {
+        clients: ADD_CLIENTS,
+        messages_per_request: 20,
+        messages_per_s: add.messages_per_s,
+        bare_encoder_messages_per_s: encoder.messages_per_s,
+        ratio_to_bare_encoder: round(addRatio, 3),
+        ratio_to_bare_encoder_per_add_call: round(add.messages_per_s / encoder.per_add_call_messages_per_s, 3),
+        server_cpu_ms_per_message: add.cpu_ms_per_message,
+        bare_encoder_cpu_ms_per_message: encoder.cpu_ms_per_message,
+        cpu_ratio_bare_to_service: round(encoder.cpu_ms_per_message / add.cpu_ms_per_message, 3),
+        ...add.load,
+        cpu: add.cpu,
+        server_rss_mb_after: add.rss_mb,
+      },
+      encoder,
+      search: { ...search, server_rss_mb_after: serviceMemory.rss_mb },
+      scale: {
+        users: SCALE_USERS,
+        stores: scale,
+        marginal_bytes_per_memory: round(per, 0),
+        note: 'marginal = (RSS at 100k - RSS at 10k) / 90k: what one more stored memory costs in RAM, the model and runtime excluded',
+      },
+      server_exit: serviceStop,
+      server_log: server.logLines.slice(0, 20),
+      profiles: values.profile ? path.join(outDir, 'profiles') : null,
+    };
+    await writeFile(path.join(outDir, 'bench.json'), JSON.stringify(summary, null, 2) + '\n');
+    process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+    progress(`done in ${summary.duration_s} s; ${targets.filter((entry) => entry.result === 'pass').length}/${targets.length} targets met; wrote ${path.join(outDir, 'bench.json')}`);
+  } finally {
+    await ServerProcess.stopAll();
+    if (values.keep) progress(`kept ${workDir}`);
+    else await removeScratch();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoder
+
+interface EncoderRate {
+  messages: number;
+  texts: number;
+  seconds: number;
+  messages_per_s: number;
+  texts_per_s: number;
+  /** CPU the bench process spent per message: unlike messages/s, barely moved by neighbours taking cores. */
+  cpu_ms_per_message: number;
+  cpu: CpuShare;
+}
+
+interface EncoderRun {
+  /** All texts in one call: the encoder sorts them by length and runs batches of 64 (its best case). */
+  all_at_once: EncoderRate;
+  /** One call per Add's 20 messages, the way the service calls it. */
+  per_add_call: EncoderRate;
+}
+
+/** The texts the service embeds for an Add (its units in "Speaker: text" form). */
+function addTexts(body: AddBody): string[] {
+  return body.messages.flatMap((message) => splitIntoUnits(message.content).map((text) => denseText({ text, role: message.role.trim(), timeMs: message.timestamp })));
+}
+
+async function measureEncoder(embedder: OnnxEmbedder, bodies: readonly AddBody[], perAddBodies: number): Promise<EncoderRun> {
+  await embedder.ready();
+  // Warm-up on the longest texts too: the first run of each larger shape allocates, and that is not the figure.
+  const byLength = bodies.flatMap(addTexts).sort((a, b) => b.length - a.length);
+  await embedder.embed([...byLength.slice(0, 64), ...byLength.slice(-64)]);
+  const timed = async (subset: readonly AddBody[], run: (texts: string[][]) => Promise<unknown>): Promise<EncoderRate> => {
+    const texts = subset.map(addTexts);
+    const messages = subset.reduce((sum, body) => sum + body.messages.length, 0);
+    const count = texts.reduce((sum, list) => sum + list.length, 0);
+    const cpu = process.cpuUsage();
+    const watch = startCpuWatch(null);
+    const started = performance.now();
+    await run(texts);
+    const seconds = (performance.now() - started) / 1000;
+    const cpuUsed = process.cpuUsage(cpu);
+    const share = watch();
+    return {
+      messages,
+      texts: count,
+      seconds: round(seconds, 2),
+      messages_per_s: round(messages / seconds, 1),
+      texts_per_s: round(count / seconds, 1),
+      cpu_ms_per_message: round((cpuUsed.user + cpuUsed.system) / 1000 / messages, 2),
+      cpu: share,
+    };
+  };
+  progress(`bare encoder (in-process): ${bodies.length} Adds' texts at once, then ${perAddBodies} Adds one call each`);
+  const allAtOnce = await timed(bodies, (texts) => embedder.embed(texts.flat()));
+  const perAddCall = await timed(strided(bodies, perAddBodies), async (texts) => {
+    for (const list of texts) await embedder.embed(list);
+  });
+  progress(`bare encoder: ${allAtOnce.messages_per_s} messages/s all at once, ${perAddCall.messages_per_s} one Add per call (cores: bench ${allAtOnce.cpu.bench_cores}, others ${allAtOnce.cpu.other_cores}; load ${allAtOnce.cpu.load_avg_1m})`);
+  return { all_at_once: allAtOnce, per_add_call: perAddCall };
+}
+
+function summarizeEncoder(before: EncoderRun, after: EncoderRun) {
+  const runs = [before, after];
+  const mean = (pick: (run: EncoderRun) => number) => round(runs.reduce((sum, run) => sum + pick(run), 0) / runs.length, 1);
+  return {
+    messages_per_s: mean((run) => run.all_at_once.messages_per_s),
+    per_add_call_messages_per_s: mean((run) => run.per_add_call.messages_per_s),
+    cpu_ms_per_message: round(runs.reduce((sum, run) => sum + run.all_at_once.cpu_ms_per_message, 0) / runs.length, 2),
+    per_add_call_cpu_ms_per_message: round(runs.reduce((sum, run) => sum + run.per_add_call.cpu_ms_per_message, 0) / runs.length, 2),
+    note: 'mean of a run before and a run after the Add phase',
+    runs,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Add
+
+async function measureAdd(server: ServerProcess, client: LoopbackClient, bodies: readonly AddBody[]) {
+  // Two Adds first, to a user of their own: the first inference and JIT warm-up are not the figure.
+  for (const [i, body] of bodies.slice(0, 2).entries()) {
+    const warm = { ...body, request_id: `warm-up-${i}`, user_id: 'bench-warm-up' };
+    const problem = checkAdd(await client.post('/add', JSON.stringify(warm), 120_000));
+    if (problem) throw new Error(`warm-up Add failed: ${problem}`);
+  }
+  progress(`Add: ${bodies.length} requests x 20 messages, ${ADD_CLIENTS} clients`);
+  const cpu = startCpuWatch(server);
+  let next = 0;
+  const load = await runLoad({ client, path: '/add', concurrency: ADD_CLIENTS, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
+  const share = cpu();
+  const messagesPerS = round((load.ok * 20) / load.elapsed_s, 1);
+  const cpuMsPerMessage = cpuMsPer(share, load.elapsed_s, load.ok * 20);
+  progress(`Add: ${messagesPerS} messages/s, p50 ${load.latency_ms.p50} ms, errors ${load.errors} (${cpuText(share)})`);
+  return { load, messages_per_s: messagesPerS, cpu_ms_per_message: cpuMsPerMessage, cpu: share, rss_mb: server.memory().rss_mb };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Search
+
+interface ConnectBurst {
+  requests: number;
+  errors: number;
+  p50_ms: number;
+  max_ms: number;
+}
+
+interface SearchBody {
+  query: string;
+  user_id: string;
+  top_k: number;
+}
+
+async function measureSearch(server: ServerProcess, client: LoopbackClient, workload: Workload, plan: Plan) {
+  // Users of about 700 memories: LoCoMo's longest conversations (663-689 turns), replayed as the platform does.
+  const chosen = [...workload.conversations].sort((a, b) => b.turns.length - a.turns.length).slice(0, plan.searchUsers);
+  const users = chosen.map((conversation) => ({ conversation, userId: `bench-search-${conversation.id}` }));
+  // Setup, not a figure: whole sessions per Add (up to 47 messages), fewer encoder calls than the platform's 20.
+  const ingestBodies = interleave(users.map(({ conversation, userId }) => sessionAdds(conversation, userId, 64)));
+  progress(`Search: ingesting ${users.length} users (${ingestBodies.reduce((sum, body) => sum + body.messages.length, 0)} messages)`);
+  let next = 0;
+  const ingest = await runLoad({ client, path: '/add', concurrency: 8, nextBody: () => ingestBodies[next++], check: checkAdd, timeoutMs: 300_000 });
+  const memories = await userCounts(client, users.map((user) => user.userId));
+
+  // Every user is asked every conversation's questions (another conversation's names are plausible queries
+  // too): more distinct queries than the phases send, so a server-side query cache would not flatter them.
+  const allQuestions = workload.conversations.flatMap(questionsOf);
+  const queries = allQuestions.map((query, i): SearchBody => ({ query, user_id: users[i % users.length].userId, top_k: TOP_K }));
+  let cursor = 0;
+  const cycle = () => queries[cursor++ % queries.length];
+  const counted = (count: number) => {
+    let sent = 0;
+    return () => (sent++ < count ? cycle() : undefined);
+  };
+  const warmup = await runLoad({ client, path: '/search', concurrency: 1, nextBody: counted(plan.searchWarmup), check: checkSearch, timeoutMs: 60_000 });
+  progress(`Search: warm-up ${warmup.ok}/${warmup.requests} ok, p50 ${warmup.latency_ms.p50} ms`);
+
+  let cpu = startCpuWatch(server);
+  const sequential = await runLoad({ client, path: '/search', concurrency: 1, nextBody: counted(plan.searchSequential), check: checkSearch, timeoutMs: 60_000 });
+  const sequentialCpu = cpu();
+  progress(`Search: 1 client ${sequential.per_s} req/s, p50 ${sequential.latency_ms.p50} ms, p95 ${sequential.latency_ms.p95} ms (${cpuText(sequentialCpu)})`);
+
+  const concurrent: Array<LoadResult & { cpu: CpuShare; server_cpu_ms_per_request: number; connect_burst: ConnectBurst }> = [];
+  for (const clients of SEARCH_CLIENTS) {
+    // One request per client first, not counted: it opens the connections. While the encoder holds
+    // the event loop, a burst of new connections waits seconds to be accepted (kept as a figure).
+    const opening = await runLoad({ client, path: '/search', concurrency: clients, nextBody: counted(clients), check: checkSearch, timeoutMs: 60_000 });
+    const connectBurst = { requests: opening.requests, errors: opening.errors, p50_ms: opening.latency_ms.p50, max_ms: opening.latency_ms.max };
+    cpu = startCpuWatch(server);
+    const result = await runLoad({ client, path: '/search', concurrency: clients, nextBody: cycle, check: checkSearch, durationMs: plan.searchSeconds * 1000, timeoutMs: 60_000 });
+    const share = cpu();
+    concurrent.push({ ...result, cpu: share, server_cpu_ms_per_request: cpuMsPer(share, result.elapsed_s, result.ok), connect_burst: connectBurst });
+    progress(`Search: ${clients} clients ${result.per_s} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}; opening ${clients} connections took up to ${connectBurst.max_ms} ms (${cpuText(share)})`);
+  }
+  return {
+    top_k: TOP_K,
+    users: users.map(({ userId }, i) => ({ user_id: userId, memories: memories[i] })),
+    questions: queries.length,
+    ingest_errors: ingest.errors,
+    ingest_messages_per_s: round((ingestBodies.reduce((sum, body) => sum + body.messages.length, 0) * (ingest.ok / Math.max(ingest.requests, 1))) / ingest.elapsed_s, 1),
+    warmup: { requests: warmup.requests, errors: warmup.errors },
+    sequential: { ...sequential, cpu: sequentialCpu, server_cpu_ms_per_request: cpuMsPer(sequentialCpu, sequential.elapsed_s, sequential.ok) },
+    concurrent,
+  };
+}
+
+function questionsOf(conversation: Conversation): string[] {
+  if (conversation.questions.length > 0) return conversation.questions;
+  return conversation.turns.slice(0, 50).map((turn) => `What did ${turn.speaker} say about ${turn.content.split(/\s+/).slice(2, 6).join(' ')}?`);
+}
+
+/** Memories the service holds per user (GET /mem/stats), or null if that route cannot tell. */
+async function userCounts(client: LoopbackClient, userIds: readonly string[]): Promise<Array<number | null>> {
+  try {
+    const answer = await client.get('/mem/stats', 30_000);
+    const stats = JSON.parse(answer.text) as { per_user?: Array<{ user_id: string; count: number }> };
+    return userIds.map((userId) => stats.per_user?.find((entry) => entry.user_id === userId)?.count ?? null);
+  } catch {
+    return userIds.map(() => null);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scale
+
+async function measureScale(workDir: string, workload: Workload, memories: number, plan: Plan, nodeArgs: string[]) {
+  const dataDir = path.join(workDir, `scale-${memories}`);
+  progress(`Scale ${memories}: writing the store (${SCALE_USERS} users) and its index caches`);
+  const texts = workload.conversations.flatMap((conversation) => conversation.turns);
+  const store = await writeScaleStore({ dataDir, memories, users: SCALE_USERS, texts, seed: memories });
+  const diskBytes = await directoryBytes(dataDir);
+  progress(`Scale ${memories}: store written in ${store.total_s} s (${store.records_s} s of it records), ${(diskBytes / MB).toFixed(0)} MiB`);
+  const questions = workload.conversations.flatMap(questionsOf);
+  let q = 0;
+  const searchBody = (): SearchBody => ({ query: questions[q++ % questions.length], user_id: store.users[q % store.users.length], top_k: TOP_K });
+
+  const runs = [];
+  let searchErrors = 0;
+  for (let run = 0; run < plan.coldStartRuns; run++) {
+    const result = await coldStart(dataDir, searchBody, 120_000, nodeArgs, store.users, null);
+    searchErrors += result.search_errors;
+    runs.push(result);
+    progress(`Scale ${memories}: cold start ${result.cold_start_ms} ms (server CPU ${result.cold_start_server_cpu_s} s), RSS ${result.rss_mb} MiB (peak ${result.peak_rss_mb}), index cache used: ${result.index_cache_used} (${cpuText(result.cpu)})`);
+  }
+  if (runs.some((entry) => entry.index_cache_used === false)) {
+    warn(`scale ${memories}: the server rebuilt the HNSW indexes instead of reading the caches the bench wrote, so cold start includes a rebuild: bench/scale-store.ts no longer matches the cache format of src/memory/memory-service.ts`);
+  }
+  const rebuild = [];
+  if (plan.rebuildSizes.includes(memories)) {
+    await removeIndexCaches(dataDir, store.users);
+    progress(`Scale ${memories}: start without index caches (rebuilt from the JSONL)`);
+    const result = await coldStart(dataDir, searchBody, plan.rebuildTimeoutMs, nodeArgs, store.users, memories / SCALE_USERS);
+    searchErrors += result.search_errors;
+    rebuild.push(result);
+    progress(`Scale ${memories}: without index caches, first answer after ${result.cold_start_ms} ms, indexes complete after ${result.indexes_complete_ms ?? '?'} ms, RSS ${result.rss_mb} MiB`);
+  }
+  const best = [...runs].sort((a, b) => a.cold_start_ms - b.cold_start_ms)[0];
+  return {
+    memories,
+    users: store.users.length,
+    store_generation_s: store.total_s,
+    bytes_on_disk: diskBytes,
+    bytes_on_disk_per_memory: Math.round(diskBytes / memories),
+    cold_start_ms: best.cold_start_ms,
+    rss_mb: best.rss_mb,
+    rss_bytes: best.rss_bytes,
+    rss_bytes_per_memory: Math.round(best.rss_bytes / memories),
+    peak_rss_mb: Math.max(...runs.map((entry) => entry.peak_rss_mb)),
+    search_errors: searchErrors,
+    runs,
+    start_without_index_cache: rebuild[0] ?? null,
+  };
+}
+
+/**
+ * Spawn → first Search answered; then resident memory after a few more Searches, and a clean stop.
+ * With `indexedPerUser`, also waits until every user's HNSW index holds that many vectors (a
+ * server may answer while it still rebuilds them).
+ */
+async function coldStart(dataDir: string, body: () => SearchBody, timeoutMs: number, nodeArgs: string[], users: readonly string[], indexedPerUser: number | null) {
+  const server = await ServerProcess.start({ dataDir, nodeArgs });
+  const watch = startCpuWatch(server);
+  const client = new LoopbackClient(server.url, 8);
+  try {
+    const coldStartMs = await waitForFirstAnswer(server, client, body, timeoutMs, (answer) => checkSearch(answer) === null);
+    const share = watch();
+    const first = server.memory();
+    const indexesCompleteMs = indexedPerUser === null ? null : await waitForIndexes(server, client, users, indexedPerUser, timeoutMs);
+    let next = 0;
+    const searches = await runLoad({ client, path: '/search', concurrency: 1, nextBody: () => (next++ < 10 ? body() : undefined), check: checkSearch, timeoutMs: 60_000 });
+    const steady = server.memory();
+    const pending = await pendingIndexFlushes(client, users);
+    const stop = await server.stop();
+    return {
+      cold_start_ms: coldStartMs,
+      /** CPU the server spent getting there (all threads): steadier than the wall time on a busy machine. */
+      cold_start_server_cpu_s: round((share.server_cores * coldStartMs) / 1000, 2),
+      cpu: share,
+      /** Spawn → every user's HNSW index complete (only measured when starting without caches). */
+      indexes_complete_ms: indexesCompleteMs,
+      rss_mb_at_first_answer: first.rss_mb,
+      rss_mb: steady.rss_mb,
+      rss_bytes: steady.rss_bytes,
+      peak_rss_mb: steady.peak_rss_mb,
+      search_p50_ms: searches.latency_ms.p50,
+      search_errors: searches.errors,
+      /** False when the server found no usable cache and rebuilt the HNSW indexes (they are then due to be written). */
+      index_cache_used: pending === null ? null : !pending,
+      stop_ms: stop.stop_ms,
+      exit: stop.code ?? stop.signal,
+      server_log: server.logLines.slice(0, 10),
+    };
+  } finally {
+    client.close();
+    if (server.running) await server.stop();
+  }
+}
+
+/** Polls GET /mem/stats until every user's index holds `wanted` vectors; ms since spawn, or null if the route cannot tell. */
+async function waitForIndexes(server: ServerProcess, client: LoopbackClient, users: readonly string[], wanted: number, timeoutMs: number): Promise<number | null> {
+  while (performance.now() < server.spawnedAt + timeoutMs) {
+    try {
+      const stats = JSON.parse((await client.get('/mem/stats', 60_000)).text) as { per_user?: Array<{ user_id: string; index?: { vectors?: unknown } }> };
+      const sizes = users.map((userId) => stats.per_user?.find((entry) => entry.user_id === userId)?.index?.vectors);
+      if (!sizes.every((size) => typeof size === 'number')) return null;
+      if ((sizes as number[]).every((size) => size >= wanted)) return Math.round(performance.now() - server.spawnedAt);
+    } catch {
+      return null;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  warn(`indexes not complete within ${timeoutMs} ms`);
+  return null;
+}
+
+async function pendingIndexFlushes(client: LoopbackClient, users: readonly string[]): Promise<boolean | null> {
+  try {
+    const stats = JSON.parse((await client.get('/mem/stats', 60_000)).text) as { per_user?: Array<{ user_id: string; index?: { pending_flush?: unknown } }> };
+    const flags = users.map((userId) => stats.per_user?.find((entry) => entry.user_id === userId)?.index?.pending_flush);
+    return flags.every((flag) => typeof flag === 'boolean') ? flags.some(Boolean) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Polls until the server answers a request `accept`s, counting from spawn. Refused connections
+ * are the server still loading; an exit ends the wait with its log.
+ */
+async function waitForFirstAnswer(server: ServerProcess, client: LoopbackClient, body: () => object, timeoutMs: number, accept: (answer: { status: number; text: string; ms: number }) => boolean): Promise<number> {
+  const deadline = server.spawnedAt + timeoutMs;
+  let last = 'no answer';
+  while (performance.now() < deadline) {
+    if (!server.running) throw new Error(`server exited before answering: ${server.logLines.slice(-5).join(' | ')}`);
+    try {
+      const answer = await client.post('/search', JSON.stringify(body()), Math.max(1000, deadline - performance.now()));
+      if (answer.status === 200 && accept(answer)) return Math.round(performance.now() - server.spawnedAt);
+      last = `${answer.status} ${answer.text.slice(0, 200)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await server.stop();
+  throw new Error(`server did not answer a search within ${timeoutMs} ms (last: ${last})`);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function removeScratch(): Promise<void> {
+  if (scratchDir !== null) await rm(scratchDir, { recursive: true, force: true });
+  scratchDir = null;
+}
+
+function target(id: string, wanted: string, value: number, unit: string, pass: boolean) {
+  return { id, target: wanted, value, unit, result: pass ? 'pass' : 'miss' };
+}
+
+/** Server CPU per unit of work: what the work costs, whatever share of the machine the server got. */
+function cpuMsPer(share: CpuShare, seconds: number, units: number): number {
+  return round((share.server_cores * seconds * 1000) / Math.max(units, 1), 2);
+}
+
+function cpuText(share: CpuShare): string {
+  return `cores: server ${share.server_cores}, bench ${share.bench_cores}, others ${share.other_cores}; load ${share.load_avg_1m}`;
+}
+
+/** Round-robin over lists, so consecutive requests go to different users. */
+function interleave<T>(lists: readonly T[][]): T[] {
+  const out: T[] = [];
+  const longest = Math.max(0, ...lists.map((list) => list.length));
+  for (let i = 0; i < longest; i++) for (const list of lists) if (i < list.length) out.push(list[i]);
+  return out;
+}
+
+async function directoryBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(path.join(entry.parentPath, entry.name))).size;
+  }
+  return total;
+}
+
+function git(args: string[]): string {
+  try {
+    return execFileSync('git', args, { cwd: PACKAGE_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    progress(`${signal}: stopping the servers`);
+    void ServerProcess.stopAll(5_000)
+      .then(removeScratch)
+      .finally(() => process.exit(130));
+  });
+}
+
+main().catch((error: Error) => {
+  process.stderr.write(`bench failed: ${error.stack ?? error.message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { copyFile, rm } from 'node:fs/promises';
+import { Worker } from 'node:worker_threads';
+import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+import { silentLogger } from '../src/logger.js';
+import { ANALYZER_VERSION } from '../src/retrieval/analyzer.js';
+import { JsonlStore } from '../src/store/jsonl-store.js';
+import { encodeVector, type StoredRecord } from '../src/store/stored-record.js';
+import type { BuildReply, BuildRequest } from './hnsw-build-worker.js';
+import { round } from './http-load.js';
+import { mulberry32, type Turn } from './workload.js';
+
+/**
+ * A large store written straight into the data directory's own format, so the scale figures do
+ * not wait hours on the encoder: StoredRecord lines through the service's own JsonlStore, with
+ * random unit vectors of the real model's dimension and id (the server takes them as its own and
+ * re-embeds nothing), plausible texts, a handful of users, Adds of 20 messages.
+ *
+ * The per-user HNSW caches are written too, as the server leaves them after it has run: a
+ * restart (the cold start measured) reads them instead of rebuilding. They are built here with
+ * the server's M but a smaller efConstruction than the server's: the file's size and load time
+ * depend on M and the count only, a graph's quality does not change them, and it builds several
+ * times faster.
+ */
+
+/**
+ * Must match src/memory/memory-service.ts (INDEX_FILE, INDEX_META_FILE, IndexMeta) and
+ * src/retrieval/vector-index.ts (M). If they drift, the server rebuilds instead of reading, and
+ * the bench reports `index_cache_used: false` with a warning.
+ */
+const INDEX_FILE = 'vectors.hnsw';
+const INDEX_META_FILE = 'vectors.meta.json';
+const HNSW_M = 16;
+const BENCH_EF_CONSTRUCTION = 16;
+const MESSAGES_PER_ADD = 20;
+const ADDS_PER_SESSION = 2;
+const DAY_MS = 86_400_000;
+const APPEND_RECORDS = 1000;
+
+export interface ScaleStoreOptions {
+  dataDir: string;
+  memories: number;
+  users: number;
+  /** Texts to draw from (speaker and content). */
+  texts: readonly Turn[];
+  seed: number;
+}
+
+export interface ScaleStore {
+  memories: number;
+  users: string[];
+  dimensions: number;
+  model: string;
+  /** Main-thread time writing the records. */
+  records_s: number;
+  /** Wall time including the index caches (built on a worker thread meanwhile). */
+  total_s: number;
+}
+
+export async function writeScaleStore(options: ScaleStoreOptions): Promise<ScaleStore> {
+  const started = performance.now();
+  if (options.memories % options.users !== 0) throw new Error(`${options.memories} memories do not split evenly over ${options.users} users`);
+  const perUser = options.memories / options.users;
+  const embedder = new OnnxEmbedder(); // for its id and dimension only: the model is not loaded
+  const dimensions = embedder.dimensions;
+  const store = new JsonlStore(options.dataDir, silentLogger());
+  await store.init();
+  const random = mulberry32(options.seed);
+  const gaussian = gaussianSource(random);
+
+  // Every user gets the same sequence of random vectors (its texts differ), so one HNSW graph,
+  // built on a worker thread while the records are written, serves as every user's cache file.
+  // The server cannot tell: it parses and holds each user's vectors and graph separately.
+  const shared = new SharedArrayBuffer(perUser * dimensions * Float32Array.BYTES_PER_ELEMENT);
+  const encoded = Array.from({ length: perUser }, (_, seq) =>
+    encodeVector(randomUnitVector(new Float32Array(shared, seq * dimensions * Float32Array.BYTES_PER_ELEMENT, dimensions), gaussian)),
+  );
+  const builtIndex = `${options.dataDir}.index-build.hnsw`;
+  // The server sizes a fresh index at twice the count (openVectorIndex); the saved file keeps that capacity.
+  const capacity = Math.max(1024, perUser * 2);
+  const build = buildIndexOnWorker({ vectors: shared, count: perUser, dimensions, capacity, m: HNSW_M, efConstruction: BENCH_EF_CONSTRUCTION, file: builtIndex });
+  build.catch(() => undefined); // awaited below; a failure must not surface as an unhandled rejection meanwhile
+
+  const users = Array.from({ length: options.users }, (_, u) => `scale-user-${u}`);
+  const createdAt = new Date().toISOString();
+  let pending: StoredRecord[] = [];
+  for (const userId of users) {
+    for (let seq = 0; seq < perUser; seq++) {
+      const add = Math.floor(seq / MESSAGES_PER_ADD);
+      const session = Math.floor(add / ADDS_PER_SESSION);
+      const turn = options.texts[Math.floor(random() * options.texts.length)];
+      pending.push({
+        id: randomUUID(),
+        user_id: userId,
+        text: turn.content,
+        tags: [],
+        importance: 0.5,
+        source: 'add',
+        created_at: createdAt,
+        session_id: `session_${session + 1}`,
+        role: turn.speaker,
+        occurred_at: new Date(Date.UTC(2022, 0, 1) + session * 3 * DAY_MS).toISOString(),
+        request_id: `scale/${userId}/${add}`,
+        message_index: seq % MESSAGES_PER_ADD,
+        seq,
+        batch: Math.min(MESSAGES_PER_ADD, perUser - add * MESSAGES_PER_ADD),
+        vec: encoded[seq],
+        model: embedder.modelId,
+      });
+      if (pending.length >= APPEND_RECORDS || seq === perUser - 1) {
+        await store.append(userId, pending);
+        pending = [];
+      }
+    }
+  }
+  const recordsMs = performance.now() - started;
+
+  await build;
+  for (const userId of users) {
+    const sha256 = await store.writeCacheFile(userId, INDEX_FILE, (temp) => copyFile(builtIndex, temp));
+    const meta = { model: embedder.modelId, dimensions, analyzer: ANALYZER_VERSION, sha256 };
+    await store.writeCacheText(userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
+  }
+  await rm(builtIndex, { force: true });
+  return {
+    memories: options.memories,
+    users,
+    dimensions,
+    model: embedder.modelId,
+    records_s: round(recordsMs / 1000, 1),
+    total_s: round((performance.now() - started) / 1000, 1),
+  };
+}
+
+/** hnswlib builds on the calling thread: a worker keeps the main thread free to write the records. */
+function buildIndexOnWorker(request: BuildRequest): Promise<void> {
+  const worker = new Worker(new URL('./hnsw-build-worker.js', import.meta.url));
+  return new Promise<void>((resolve, reject) => {
+    worker.once('message', (reply: BuildReply) => (reply.error ? reject(new Error(`index build failed: ${reply.error}`)) : resolve()));
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`index build worker exited (${code})`)));
+    worker.postMessage(request);
+  }).finally(() => worker.terminate());
+}
+
+/** Removes the index caches, so the next start rebuilds them from the JSONL (a lost or stale cache). */
+export async function removeIndexCaches(dataDir: string, users: readonly string[]): Promise<void> {
+  const store = new JsonlStore(dataDir, silentLogger());
+  for (const userId of users) {
+    await store.removeCacheFile(userId, INDEX_FILE);
+    await store.removeCacheFile(userId, INDEX_META_FILE);
+  }
+}
+
+/** Fills `vector` with a uniformly random direction. */
+function randomUnitVector(vector: Float32Array, gaussian: () => number): Float32Array {
+  const dimensions = vector.length;
+  let squares = 0;
+  for (let i = 0; i < dimensions; i++) {
+    const value = gaussian();
+    vector[i] = value;
+    squares += value * value;
+  }
+  const norm = Math.sqrt(squares);
+  for (let i = 0; i < dimensions; i++) vector[i] /= norm;
+  return vector;
+}
+
+/** Standard normal draws (Box-Muller): uniform directions once normalised. */
+function gaussianSource(random: () => number): () => number {
+  let spare: number | null = null;
+  return () => {
+    if (spare !== null) {
+      const value = spare;
+      spare = null;
+      return value;
+    }
+    const radius = Math.sqrt(-2 * Math.log(1 - random()));
+    const angle = 2 * Math.PI * random();
+    spare = radius * Math.sin(angle);
+    return radius * Math.cos(angle);
+  };
+}

@@ -1,0 +1,174 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { round } from './http-load.js';
+
+/**
+ * The real server as users run it (`node dist/src/main.js`), on a loopback port and a data
+ * directory of the bench's own, plus what /proc says about it and about the machine.
+ */
+
+/** dist/bench/server-process.js → dist/src/main.js */
+export const SERVER_ENTRY = fileURLToPath(new URL('../src/main.js', import.meta.url));
+
+export interface ServerOptions {
+  dataDir: string;
+  /** Extra node flags for the server (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
+}
+
+/** Servers not yet exited, so that a failing or interrupted bench leaves none behind. */
+const live = new Set<ServerProcess>();
+
+export interface ExitInfo {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export class ServerProcess {
+  readonly url: string;
+  readonly pid: number;
+  /** performance.now() just before spawn: cold start counts from here. */
+  readonly spawnedAt: number;
+  /** The server's log lines (warn and above), kept for the report. */
+  readonly logLines: string[] = [];
+  readonly exited: Promise<ExitInfo>;
+  private readonly child: ChildProcess;
+  private exitInfo: ExitInfo | null = null;
+
+  private constructor(child: ChildProcess, url: string, spawnedAt: number) {
+    this.child = child;
+    this.url = url;
+    this.spawnedAt = spawnedAt;
+    if (child.pid === undefined) throw new Error(`could not start ${SERVER_ENTRY}`);
+    this.pid = child.pid;
+    live.add(this);
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        live.delete(this);
+        this.exitInfo = { code, signal };
+        resolve(this.exitInfo);
+      });
+    });
+    let pending = '';
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (chunk: string) => {
+      pending += chunk;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines) if (line.trim() !== '' && this.logLines.length < 200) this.logLines.push(line);
+    });
+  }
+
+  static async start(options: ServerOptions): Promise<ServerProcess> {
+    if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {};
+    // The bench's own settings only: a MEMORYPOOL_TOKEN in the caller's shell would turn every request into a 401.
+    for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('MEMORYPOOL_')) env[name] = value;
+    Object.assign(env, {
+      MEMORYPOOL_DATA_DIR: options.dataDir,
+      MEMORYPOOL_PORT: String(port),
+      MEMORYPOOL_HOST: '127.0.0.1',
+      MEMORYPOOL_LOG_LEVEL: 'warn',
+    });
+    const spawnedAt = performance.now();
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), SERVER_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    return new ServerProcess(child, `http://127.0.0.1:${port}`, spawnedAt);
+  }
+
+  get running(): boolean {
+    return this.exitInfo === null;
+  }
+
+  /** Resident and peak resident memory, from /proc/<pid>/status. */
+  memory(): { rss_mb: number; peak_rss_mb: number; rss_bytes: number } {
+    const status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
+    const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? NaN);
+    const rss = kb('VmRSS');
+    return { rss_mb: round(rss / 1024, 1), peak_rss_mb: round(kb('VmHWM') / 1024, 1), rss_bytes: rss * 1024 };
+  }
+
+  /** CPU time the server used so far (all its threads, the encoder's included), in seconds. */
+  cpuSeconds(): number {
+    return processCpuSeconds(this.pid);
+  }
+
+  /** Stops every server still running (on a failure or an interrupt of the bench). */
+  static async stopAll(timeoutMs = 10_000): Promise<void> {
+    await Promise.all([...live].map((server) => server.stop(timeoutMs)));
+  }
+
+  /** SIGTERM (the server drains and exits 0); SIGKILL if it has not exited within `timeoutMs`. */
+  async stop(timeoutMs = 60_000): Promise<ExitInfo & { stop_ms: number }> {
+    const started = performance.now();
+    if (this.running) {
+      this.child.kill('SIGTERM');
+      const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    const info = await this.exited;
+    return { ...info, stop_ms: Math.round(performance.now() - started) };
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** Linux reports process and machine CPU time in USER_HZ ticks, 100 a second on every mainstream build. */
+const TICKS_PER_SECOND = 100;
+
+function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start at ")"; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
+}
+
+function machineCpuSeconds(): { busy: number; total: number } {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  const busy = user + nice + system + irq + softirq + (steal ?? 0);
+  return { busy: busy / TICKS_PER_SECOND, total: (busy + idle + iowait) / TICKS_PER_SECOND };
+}
+
+export interface CpuShare {
+  /** Average cores used during the phase by the server, the bench process itself and everything else on the machine. */
+  server_cores: number;
+  bench_cores: number;
+  other_cores: number;
+  load_avg_1m: number;
+}
+
+/** Measures who used the machine's CPU during a phase: the figures are only as good as the machine was quiet. */
+export function startCpuWatch(server: ServerProcess | null): () => CpuShare {
+  const started = performance.now();
+  const machine = machineCpuSeconds();
+  const own = process.cpuUsage();
+  const serverStart = server?.running ? server.cpuSeconds() : 0;
+  return () => {
+    const wall = Math.max((performance.now() - started) / 1000, 1e-6);
+    const machineNow = machineCpuSeconds();
+    const ownUsed = process.cpuUsage(own);
+    const benchSeconds = (ownUsed.user + ownUsed.system) / 1e6;
+    const serverSeconds = server?.running ? server.cpuSeconds() - serverStart : 0;
+    const machineSeconds = machineNow.busy - machine.busy;
+    return {
+      server_cores: round(serverSeconds / wall, 2),
+      bench_cores: round(benchSeconds / wall, 2),
+      other_cores: round(Math.max(0, machineSeconds - serverSeconds - benchSeconds) / wall, 2),
+      load_avg_1m: round(os.loadavg()[0], 2),
+    };
+  };
+}

@@ -1,0 +1,27 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.js';
+
+/**
+ * Runs the ONNX model on its own thread. onnxruntime-node executes a session synchronously on
+ * the thread that calls it, so on the main thread every batch would stall HTTP and search work.
+ * Messages: `{ id, texts }` in; `{ id, vectors }` (one flat Float32Array, transferred) or
+ * `{ id, error }` out; `{ id: 0, ready: true }` once the model has loaded.
+ */
+const embedder = new OnnxEmbedder(workerData as OnnxEmbedderOptions);
+const port = parentPort!;
+
+embedder.ready().then(
+  () => port.postMessage({ id: 0, ready: true }),
+  (error: Error) => port.postMessage({ id: 0, error: error.message }),
+);
+
+port.on('message', (message: { id: number; texts: string[] }) => {
+  embedder.embed(message.texts).then(
+    (vectors) => {
+      const flat = new Float32Array(vectors.length * embedder.dimensions);
+      vectors.forEach((vector, i) => flat.set(vector, i * embedder.dimensions));
+      port.postMessage({ id: message.id, vectors: flat }, [flat.buffer]);
+    },
+    (error: Error) => port.postMessage({ id: message.id, error: error.message }),
+  );
+});

@@ -1,0 +1,111 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { createError } from '../errors.js';
+import type { Embedder } from './embedder.js';
+import { OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.js';
+
+interface Pending {
+  count: number;
+  resolve: (vectors: Float32Array[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * The ONNX embedder on a worker thread (see embedder-worker.ts), so encoding runs beside the
+ * event loop instead of on it. A worker that dies fails the calls in flight with
+ * EMBEDDER_UNAVAILABLE (503) and is started again on the next call.
+ */
+export class WorkerEmbedder implements Embedder {
+  readonly modelId: string;
+  readonly dimensions: number;
+  private readonly options: OnnxEmbedderOptions;
+  private worker: Worker | null = null;
+  private loaded: Promise<void> | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+
+  constructor(options: OnnxEmbedderOptions = {}) {
+    this.options = options;
+    // Identity only: constructing an OnnxEmbedder loads nothing.
+    const identity = new OnnxEmbedder(options);
+    this.modelId = identity.modelId;
+    this.dimensions = identity.dimensions;
+  }
+
+  ready(): Promise<void> {
+    this.start();
+    return this.loaded!;
+  }
+
+  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+    if (texts.length === 0) return [];
+    await this.ready();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { count: texts.length, resolve, reject });
+      this.worker!.postMessage({ id, texts });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.terminate();
+  }
+
+  private start(): void {
+    if (this.closed) throw createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed');
+    if (this.worker) return;
+    const entry = workerEntry();
+    const worker = new Worker(entry.file, { workerData: this.options, eval: entry.eval });
+    this.worker = worker;
+    this.loaded = new Promise<void>((resolve, reject) => {
+      const onMessage = (message: { id: number; ready?: boolean; error?: string; vectors?: Float32Array }) => {
+        if (message.id === 0) {
+          if (message.ready) resolve();
+          else reject(createError('EMBEDDER_UNAVAILABLE', message.error ?? 'The embedder failed to load'));
+          return;
+        }
+        const call = this.pending.get(message.id);
+        if (!call) return;
+        this.pending.delete(message.id);
+        if (message.error !== undefined || !message.vectors) {
+          call.reject(createError('EMBEDDER_UNAVAILABLE', `Embedder failed: ${message.error ?? 'no vectors'}`));
+          return;
+        }
+        const vectors: Float32Array[] = [];
+        for (let i = 0; i < call.count; i++) vectors.push(message.vectors.subarray(i * this.dimensions, (i + 1) * this.dimensions));
+        call.resolve(vectors);
+      };
+      const onExit = (code: number) => {
+        if (this.worker === worker) this.worker = null;
+        const error = createError('EMBEDDER_UNAVAILABLE', `The embedder thread stopped (exit code ${code})`);
+        reject(error);
+        for (const call of this.pending.values()) call.reject(error);
+        this.pending.clear();
+      };
+      worker.on('message', onMessage);
+      worker.on('error', () => undefined);
+      worker.on('exit', onExit);
+    });
+    // A failed load is reported to the caller of ready(); nothing else awaits it.
+    this.loaded.catch(() => undefined);
+  }
+}
+
+/**
+ * The compiled worker beside this file; when the sources run directly (tests, through tsx), a
+ * bootstrap that registers tsx's loader in the worker and then imports the TypeScript worker.
+ */
+function workerEntry(): { file: URL | string; eval: boolean } {
+  const compiled = new URL('./embedder-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(compiled))) return { file: compiled, eval: false };
+  const tsxApi = pathToFileURL(path.join(path.dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href;
+  const source = new URL('./embedder-worker.ts', import.meta.url).href;
+  return { file: `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); })`, eval: true };
+}
