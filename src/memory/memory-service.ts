@@ -63,7 +63,7 @@ export interface PoolStats {
     count: number;
     sessions: number;
     bytes_on_disk: number;
-    index: { vectors: number; complete: boolean; pending_flush: boolean };
+    index: { loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
   }>;
 }
 
@@ -87,6 +87,8 @@ interface UserState {
   flushTimer: NodeJS.Timeout | null;
   /** Set when the user was deleted; a writer holding this state starts over. */
   deleted: boolean;
+  /** Settles when a background fill of the HNSW index has finished. */
+  indexCompletion: Promise<void>;
 }
 
 /**
@@ -105,6 +107,7 @@ export class MemoryService {
   private readonly pendingAdds = new Map<string, Promise<AddOutcome>>();
   private readonly preload: boolean;
   private inFlight = 0;
+  private backgroundIndexing: Promise<void> = Promise.resolve();
   private drained: (() => void) | null = null;
   private closing = false;
 
@@ -123,6 +126,9 @@ export class MemoryService {
     await service.embedder.ready();
     if (service.preload) {
       for (const userId of await service.store.listUsers()) await service.user(userId);
+      // Indexes are read, checked and rebuilt where needed after the start, not before it:
+      // searches score exhaustively until a user's index is complete.
+      service.backgroundIndexing = service.attachAllVectorIndexes();
     }
     return service;
   }
@@ -381,7 +387,7 @@ export class MemoryService {
         count: state.records.size,
         sessions: sessions.size,
         bytes_on_disk: Object.values(usage).reduce((sum, size) => sum + size, 0),
-        index: { vectors: state.corpus.vectors.size, complete: state.corpus.vectorIndexComplete, pending_flush: state.indexDirty },
+        index: { loaded: state.corpus.vectors !== null, vectors: state.corpus.vectors?.size ?? 0, complete: state.corpus.vectorIndexComplete, pending_flush: state.indexDirty },
       });
     }
     return {
@@ -396,6 +402,7 @@ export class MemoryService {
   async close(): Promise<void> {
     this.closing = true;
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
+    await this.backgroundIndexing;
     for (const state of this.users.values()) {
       if (state.flushTimer) clearTimeout(state.flushTimer);
       state.flushTimer = null;
@@ -406,6 +413,12 @@ export class MemoryService {
 
   get isClosing(): boolean {
     return this.closing;
+  }
+
+  /** Resolves once every loaded user's HNSW index is attached and complete (the start's background work). */
+  async indexesReady(): Promise<void> {
+    await this.backgroundIndexing;
+    await Promise.all([...this.users.values()].map((state) => state.indexCompletion));
   }
 
   /** Writes every pending index cache now (otherwise done a moment after the last write). */
@@ -477,7 +490,11 @@ export class MemoryService {
   private async underLock<T>(userId: string, state: UserState, task: (state: UserState) => Promise<T>): Promise<T> {
     let current = state;
     for (;;) {
-      const result = await current.lock.run(async () => (current.deleted ? undefined : { value: await task(current) }));
+      const result = await current.lock.run(async () => {
+        if (current.deleted) return undefined;
+        await this.attachVectorIndex(current);
+        return { value: await task(current) };
+      });
       if (result) return result.value;
       current = await this.user(userId);
     }
@@ -515,7 +532,9 @@ export class MemoryService {
       if (state.deleted || !state.indexDirty) return;
       state.indexDirty = false;
       try {
-        const sha256 = await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => state.corpus.vectors.write(temp));
+        const vectors = state.corpus.vectors;
+        if (!vectors) return;
+        const sha256 = await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => vectors.write(temp));
         const meta: IndexMeta = { model: this.embedder.modelId, dimensions: this.embedder.dimensions, analyzer: ANALYZER_VERSION, sha256 };
         await this.store.writeCacheText(state.userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
       } catch (error) {
@@ -548,11 +567,8 @@ export class MemoryService {
   private async loadUser(userId: string): Promise<UserState> {
     const { records } = await this.store.load(userId);
     const vectors = await this.vectorsFor(userId, records);
-    const { index, fromCache } = await this.openVectorIndex(userId, records.length);
-    const corpus = new UserCorpus(index);
-    const live = new Set(records.map((record) => record.seq));
-    if (fromCache) for (const label of index.labels()) if (!live.has(label)) index.markDeletedOnLoad(label);
-    corpus.add(records.map((record, i) => corpusUnit(record, vectors[i])), true);
+    const corpus = new UserCorpus();
+    corpus.add(records.map((record, i) => corpusUnit(record, vectors[i])));
     for (const record of records) delete record.vec;
     const state: UserState = {
       userId,
@@ -565,10 +581,30 @@ export class MemoryService {
       indexDirty: false,
       flushTimer: null,
       deleted: false,
+      indexCompletion: Promise.resolve(),
     };
     this.users.set(userId, state);
-    if (!corpus.vectorIndexComplete) void this.completeVectorIndex(state);
+    // Users scored exhaustively read their HNSW index only when first written to: a start then
+    // reads and hashes no graph it will not search, and holds none in memory.
+    if (records.length > this.weights.exhaustiveLimit) await this.attachVectorIndex(state);
     return state;
+  }
+
+  /** Reads (or creates) the user's HNSW index (caller holds the lock) and fills in what it lacks in the background. */
+  private async attachVectorIndex(state: UserState): Promise<void> {
+    if (state.corpus.vectors) return;
+    const index = await this.openVectorIndex(state.userId, state.records.size);
+    state.corpus.attachVectorIndex(index);
+    if (!state.corpus.vectorIndexComplete) state.indexCompletion = this.completeVectorIndex(state);
+  }
+
+  private async attachAllVectorIndexes(): Promise<void> {
+    for (const state of [...this.users.values()]) {
+      if (this.closing) return;
+      await state.lock.run(() => (state.deleted ? Promise.resolve() : this.attachVectorIndex(state))).catch((error) =>
+        this.logger.error({ err: errorMessage(error) }, 'vector index could not be opened; searches stay exhaustive'),
+      );
+    }
   }
 
   /**
@@ -604,25 +640,24 @@ export class MemoryService {
     return records.map((record) => decodeVector(record.vec!));
   }
 
-  private async openVectorIndex(userId: string, count: number): Promise<{ index: VectorIndex; fromCache: boolean }> {
+  private async openVectorIndex(userId: string, count: number): Promise<VectorIndex> {
     const metaPath = this.store.cacheFilePath(userId, INDEX_META_FILE);
     try {
       const text = await this.store.readCacheText(userId, INDEX_META_FILE);
-      if (text === null) return { index: VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2)), fromCache: false };
+      if (text === null) return VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2));
       const meta = JSON.parse(text) as Partial<IndexMeta>;
       const intact = typeof meta.sha256 === 'string' && (await this.store.cacheFileMatches(userId, INDEX_FILE, meta.sha256));
       if (!intact) {
         this.logger.warn({ file: metaPath }, 'vector index does not match its recorded checksum: rebuilding from the JSONL');
       } else if (meta.model === this.embedder.modelId && meta.dimensions === this.embedder.dimensions) {
-        const index = await VectorIndex.read(this.store.cacheFilePath(userId, INDEX_FILE), this.embedder.dimensions);
-        return { index, fromCache: true };
+        return await VectorIndex.read(this.store.cacheFilePath(userId, INDEX_FILE), this.embedder.dimensions);
       } else {
         this.logger.info({ file: metaPath }, 'vector index was built by another model: rebuilding');
       }
     } catch (error) {
       this.logger.warn({ file: metaPath, err: errorMessage(error) }, 'vector index unreadable: rebuilding from the JSONL');
     }
-    return { index: VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2)), fromCache: false };
+    return VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2));
   }
 
   private async embed(texts: string[], priority: 'query' | 'ingest' = 'ingest'): Promise<Float32Array[]> {

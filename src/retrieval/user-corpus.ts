@@ -74,7 +74,7 @@ interface UnitLinks {
  * session order that links each turn to its neighbours. Scoring follows `fuse-scores.ts`.
  */
 export class UserCorpus {
-  readonly vectors: VectorIndex;
+  private vectorIndex: VectorIndex | null = null;
   private readonly lexical = new Bm25Index();
   private readonly links = new Map<number, UnitLinks>();
   private readonly sessions = new Map<string, CorpusUnit[]>();
@@ -84,13 +84,24 @@ export class UserCorpus {
   /** Units whose vectors the HNSW index does not hold yet (a rebuild in progress). */
   private readonly unindexed = new Set<number>();
 
-  constructor(vectors: VectorIndex) {
-    this.vectors = vectors;
+  /** The HNSW index, once attached: users scored exhaustively need it only when they are written to. */
+  get vectors(): VectorIndex | null {
+    return this.vectorIndex;
   }
 
-  /** Whether the HNSW index holds every unit (search uses it only then; until then it scores exhaustively). */
+  /** Whether the HNSW index is attached and holds every unit (search uses it only then). */
   get vectorIndexComplete(): boolean {
-    return this.unindexed.size === 0;
+    return this.vectorIndex !== null && this.unindexed.size === 0;
+  }
+
+  /**
+   * Attaches an HNSW index, fresh or read from its cache: labels of units that are gone are
+   * marked deleted, and units it lacks wait in `unindexed` for `indexPending`.
+   */
+  attachVectorIndex(index: VectorIndex): void {
+    for (const label of index.labels()) if (!this.links.has(label)) index.markDeletedOnLoad(label);
+    for (const seq of this.links.keys()) if (!index.has(seq)) this.unindexed.add(seq);
+    this.vectorIndex = index;
   }
 
   get size(): number {
@@ -115,19 +126,18 @@ export class UserCorpus {
   }
 
   /**
-   * Adds units, searchable at once. Their vectors enter the HNSW index now, or with
-   * `deferIndexing` later through `indexPending` (a rebuild of thousands of points must not hold
-   * up a start); units the index already holds (read from its cache) are not added again.
+   * Adds units, searchable at once. Their vectors enter the HNSW index now if one is attached
+   * and complete, else later through `indexPending`.
    */
-  add(units: readonly CorpusUnit[], deferIndexing = false): void {
+  add(units: readonly CorpusUnit[]): void {
     const touchedSessions = new Set<string>();
     for (const unit of units) {
       if (this.links.has(unit.seq)) this.remove(unit.seq);
       this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
-      if (!this.vectors.has(unit.seq)) {
-        if (deferIndexing || this.unindexed.size > 0) this.unindexed.add(unit.seq);
-        else this.vectors.add(unit.seq, unit.vector);
+      if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
+        if (this.unindexed.size > 0) this.unindexed.add(unit.seq);
+        else this.vectorIndex.add(unit.seq, unit.vector);
       }
       if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
       if (unit.timeMs > this.newestTime) this.newestTime = unit.timeMs;
@@ -146,7 +156,7 @@ export class UserCorpus {
     for (const seq of this.unindexed) {
       if (count-- <= 0) break;
       const link = this.links.get(seq);
-      if (link) this.vectors.add(seq, link.unit.vector);
+      if (link && this.vectorIndex) this.vectorIndex.add(seq, link.unit.vector);
       this.unindexed.delete(seq);
     }
     return this.unindexed.size;
@@ -158,7 +168,7 @@ export class UserCorpus {
     const { unit } = link;
     this.links.delete(seq);
     this.lexical.remove(seq);
-    this.vectors.remove(seq);
+    this.vectorIndex?.remove(seq);
     this.unindexed.delete(seq);
     if (unit.speaker) {
       const count = (this.speakerCounts.get(unit.speaker) ?? 1) - 1;
@@ -229,7 +239,7 @@ export class UserCorpus {
     for (const text of [query.main, ...query.options]) {
       const lexical = [...this.lexical.score(text.terms)].sort((a, b) => b[1] - a[1]);
       for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);
-      for (const hit of this.vectors.search(text.vector, weights.candidatePool)) chosen.add(hit.label);
+      for (const hit of this.vectorIndex!.search(text.vector, weights.candidatePool)) chosen.add(hit.label);
     }
     const withNeighbourSeqs = new Set(chosen);
     for (const seq of chosen) {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { tempDir } from '../helper.js';
-import { request, sleep, startServerProcess } from './server-process.js';
+import { request, sleep, startServerProcess, waitForIndexes } from './server-process.js';
 
 /**
  * SIGKILL the real server in the middle of 32 clients' Adds, restart it on the same data
@@ -139,6 +139,7 @@ describe('crash recovery (SIGKILL under load)', () => {
     }
 
     // ...and is searchable, including the Adds the index cache had not seen.
+    await waitForIndexes(second);
     const stats = (await request(`${second.url}/mem/stats`)).body as { per_user: Array<{ user_id: string; count: number; index: { vectors: number } }> };
     for (const entry of stats.per_user) expect(entry.index.vectors).toBe(entry.count);
     const newest = [...acked].slice(-12);

@@ -207,3 +207,14 @@ export async function request(
   }
   return { status: response.status, body, text };
 }
+
+/** Waits until every user's HNSW index is attached and complete (the start's background work). */
+export async function waitForIndexes(server: { url: string }, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const stats = (await request(`${server.url}/mem/stats`)).body as { per_user?: Array<{ index: { complete: boolean } }> };
+    if ((stats.per_user ?? []).every((entry) => entry.index.complete)) return;
+    if (Date.now() > deadline) throw new Error('indexes still incomplete after the start');
+    await sleep(50);
+  }
+}

@@ -7,7 +7,7 @@ import { VectorIndex } from '../../src/retrieval/vector-index.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { encodeVector } from '../../src/store/stored-record.js';
 import { build, openService, tempDir, testEmbedder } from '../helper.js';
-import { request, startServerProcess, type ServerProcess } from './server-process.js';
+import { request, startServerProcess, waitForIndexes, type ServerProcess } from './server-process.js';
 
 /**
  * The JSONL is the truth and the HNSW file a cache: a cache that is damaged or gone costs a
@@ -77,6 +77,7 @@ describe('index cache faults', () => {
     await writeFile(meta('meta-garbage'), '{"model": "hash-embed');
 
     const server = await startServerProcess({ dataDir });
+    await waitForIndexes(server);
     const warned = server.logs().filter((record) => record.level === 40 && /rebuild/.test(String(record.msg)));
     for (const userId of ['garbage', 'truncated', 'empty', 'missing', 'meta-garbage']) {
       expect(warned.some((record) => String(record.file).startsWith(store.userDir(userId) + path.sep)), `warning for ${userId}`).toBe(true);
@@ -123,6 +124,7 @@ describe('index cache faults', () => {
       throw new Error(`the server did not survive loading the damaged index: ${(error as Error).message.slice(0, 300)}`);
     }
     await expectSearchable(server, 'in-place');
+    await waitForIndexes(server);
     expect((await vectorCounts(server)).get('in-place')).toEqual({ count: 4, vectors: 4 });
     expect(await server.stop('SIGTERM')).toEqual({ code: 0, signal: null });
   });

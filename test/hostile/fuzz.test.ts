@@ -159,6 +159,7 @@ describe('fuzzing every route that takes input', () => {
     const warnings: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
     const reopened = await openService({ dataDir, logger });
+    await reopened.indexesReady();
     const after = await reopened.stats();
     expect(warnings).toEqual([]);
     expect(after.count).toBe(before.count);

@@ -175,9 +175,12 @@ describe('MemoryService vector index rebuild', () => {
 
     const second = await openService({ dataDir });
     expect((await second.search({ userId: 'conv', query: 'topic 17', limit: 1 }))[0].memory.text).toBe('fact number 17 about topic 17');
+    // The start rebuilds the index in the background; writes meanwhile join it.
+    await second.addMemory({ userId: 'conv', text: 'one more fact' });
+    await second.indexesReady();
     for (let i = 0; i < 100 && !(await second.stats()).per_user[0].index.complete; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     const stats = await second.stats();
-    expect(stats.per_user[0].index).toMatchObject({ vectors: 30, complete: true });
+    expect(stats.per_user[0].index).toMatchObject({ loaded: true, vectors: 31, complete: true });
     await second.close();
     expect(await readdir(userDir)).toContain('vectors.hnsw');
   });

@@ -32,11 +32,17 @@ function query(text: string, extra: Partial<CorpusQuery> = {}): CorpusQuery {
   return { main: { terms: analyze(text), vector: axis(7) }, options: [], speaker: null, wantedTags: new Set(), whenQuestion: false, period: null, ...extra };
 }
 
+function corpusWithIndex(): UserCorpus {
+  const corpus = new UserCorpus();
+  corpus.attachVectorIndex(VectorIndex.create(DIM));
+  return corpus;
+}
+
 const lexicalOnly = resolveWeights({ denseWeight: 0, neighbourWeight: 0, decayWeight: 0, importanceWeight: 0 });
 
 describe('UserCorpus', () => {
   it('ranks by BM25 when dense weight is 0, ties broken by newer first', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     corpus.add([unit(0, 'apples are red'), unit(1, 'bananas are yellow'), unit(2, 'red red apples everywhere')]);
     const ranked = corpus.search(query('red apples'), lexicalOnly, 3);
     expect(ranked.map((r) => r.seq).slice(0, 2).sort()).toEqual([0, 2]);
@@ -45,14 +51,14 @@ describe('UserCorpus', () => {
   });
 
   it('ranks by cosine when dense weight is 1', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     corpus.add([unit(0, 'a'), unit(7, 'b'), unit(3, 'c')]);
     const ranked = corpus.search(query('zzz'), resolveWeights({ ...lexicalOnly, denseWeight: 1, contextWeight: 0 }), 3);
     expect(ranked[0].seq).toBe(7);
   });
 
   it('adds a share of the neighbouring turn\'s score (the question is often in the turn before the answer)', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     corpus.add([unit(0, 'which instrument do you play'), unit(1, 'the violin every evening'), unit(2, 'nice weather today')]);
     const weights = resolveWeights({ ...lexicalOnly, neighbourWeight: 0.5 });
     const ranked = corpus.search(query('instrument'), weights, 3);
@@ -61,7 +67,7 @@ describe('UserCorpus', () => {
   });
 
   it('returns one result per message: its best part', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     corpus.add([
       unit(0, 'long answer about gardening tomatoes', { messageKey: 'r#0' }),
       unit(1, 'more about tomatoes and gardening soil', { messageKey: 'r#0' }),
@@ -73,7 +79,7 @@ describe('UserCorpus', () => {
   });
 
   it('boosts the named speaker softly, tags exactly, and filters only when asked', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     corpus.add([unit(0, 'I like hiking', { speaker: 'caroline' }), unit(1, 'I like hiking', { speaker: 'melanie', tags: ['outdoors'] })]);
     const weights = resolveWeights({ ...lexicalOnly, speakerBoost: 0.3, tagBoost: 0.2 });
     expect(corpus.search(query('hiking', { speaker: 'caroline' }), weights, 2)[0].seq).toBe(0);
@@ -82,22 +88,37 @@ describe('UserCorpus', () => {
   });
 
   it('removal drops a unit from every index and relinks its session', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     corpus.add([unit(0, 'question about cats'), unit(1, 'answer about dogs'), unit(2, 'more about birds')]);
     corpus.remove(1);
     expect(corpus.size).toBe(2);
-    expect(corpus.vectors.has(1)).toBe(false);
+    expect(corpus.vectors!.has(1)).toBe(false);
     const ranked = corpus.search(query('cats'), resolveWeights({ ...lexicalOnly, neighbourWeight: 0.5 }), 5);
     expect(ranked.map((r) => r.seq)).toEqual([0, 2]);
     expect(ranked[1].score).toBeCloseTo(0.5);
   });
 
   it('takes HNSW and BM25 candidates above the exhaustive limit and still finds the answer', () => {
-    const corpus = new UserCorpus(VectorIndex.create(DIM));
+    const corpus = corpusWithIndex();
     const units = Array.from({ length: 300 }, (_, i) => unit(i, `filler text number ${i}`, { sessionId: `s${i % 7}` }));
     units.push(unit(300, 'the secret password is swordfish', { sessionId: 's0' }));
     corpus.add(units);
     const weights = resolveWeights({ ...DEFAULT_RETRIEVAL_WEIGHTS, exhaustiveLimit: 50, candidatePool: 20 });
     expect(corpus.search(query('secret password'), weights, 5)[0].seq).toBe(300);
+  });
+});
+
+describe('UserCorpus without an HNSW index', () => {
+  it('searches exhaustively, and an index attached later takes every unit through indexPending', () => {
+    const corpus = new UserCorpus();
+    corpus.add([unit(0, 'alpha'), unit(1, 'beta'), unit(2, 'gamma')]);
+    expect(corpus.vectors).toBeNull();
+    expect(corpus.search(query('beta'), lexicalOnly, 1)[0].seq).toBe(1);
+    corpus.attachVectorIndex(VectorIndex.create(DIM));
+    expect(corpus.vectorIndexComplete).toBe(false);
+    expect(corpus.indexPending(2)).toBe(1);
+    expect(corpus.indexPending(10)).toBe(0);
+    expect(corpus.vectorIndexComplete).toBe(true);
+    expect(corpus.vectors!.size).toBe(3);
   });
 });
