@@ -118,7 +118,7 @@ export async function writeScaleStore(options: ScaleStoreOptions): Promise<Scale
   await build;
   for (const userId of users) {
     const sha256 = await store.writeCacheFile(userId, INDEX_FILE, (temp) => copyFile(builtIndex, temp));
-    const meta = { model: embedder.modelId, dimensions, analyzer: ANALYZER_VERSION, sha256 };
+    const meta = { model: embedder.modelId, dimensions, analyzer: ANALYZER_VERSION, sha256, complete: true, max_seq: perUser - 1 };
     await store.writeCacheText(userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
   }
   await rm(builtIndex, { force: true });

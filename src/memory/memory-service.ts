@@ -73,6 +73,9 @@ interface IndexMeta {
   dimensions: number;
   analyzer: string;
   sha256: string;
+  /** The index held every memory up to `max_seq` when written. */
+  complete: boolean;
+  max_seq: number;
 }
 
 interface UserState {
@@ -89,6 +92,8 @@ interface UserState {
   deleted: boolean;
   /** Settles when a background fill of the HNSW index has finished. */
   indexCompletion: Promise<void>;
+  /** Set when the index file was checked current at the start and left on disk (not in memory). */
+  indexOnDisk: { vectors: number } | null;
 }
 
 /**
@@ -387,7 +392,7 @@ export class MemoryService {
         count: state.records.size,
         sessions: sessions.size,
         bytes_on_disk: Object.values(usage).reduce((sum, size) => sum + size, 0),
-        index: { loaded: state.corpus.vectors !== null, vectors: state.corpus.vectors?.size ?? 0, complete: state.corpus.vectorIndexComplete, pending_flush: state.indexDirty },
+        index: indexStats(state),
       });
     }
     return {
@@ -535,7 +540,14 @@ export class MemoryService {
         const vectors = state.corpus.vectors;
         if (!vectors) return;
         const sha256 = await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => vectors.write(temp));
-        const meta: IndexMeta = { model: this.embedder.modelId, dimensions: this.embedder.dimensions, analyzer: ANALYZER_VERSION, sha256 };
+        const meta: IndexMeta = {
+          model: this.embedder.modelId,
+          dimensions: this.embedder.dimensions,
+          analyzer: ANALYZER_VERSION,
+          sha256,
+          complete: state.corpus.vectorIndexComplete,
+          max_seq: state.nextSeq - 1,
+        };
         await this.store.writeCacheText(state.userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
       } catch (error) {
         state.indexDirty = true;
@@ -582,6 +594,7 @@ export class MemoryService {
       flushTimer: null,
       deleted: false,
       indexCompletion: Promise.resolve(),
+      indexOnDisk: null,
     };
     this.users.set(userId, state);
     // Users scored exhaustively read their HNSW index only when first written to: a start then
@@ -595,15 +608,57 @@ export class MemoryService {
     if (state.corpus.vectors) return;
     const index = await this.openVectorIndex(state.userId, state.records.size);
     state.corpus.attachVectorIndex(index);
+    state.indexOnDisk = null;
     if (!state.corpus.vectorIndexComplete) state.indexCompletion = this.completeVectorIndex(state);
   }
 
+  /**
+   * The start's check of every user's index file. Users scored exhaustively never search their
+   * graph, so a current file stays on disk (attached at the user's first write) and a stale or
+   * damaged one is rebuilt, saved and let go; larger users keep theirs in memory.
+   */
   private async attachAllVectorIndexes(): Promise<void> {
     for (const state of [...this.users.values()]) {
       if (this.closing) return;
-      await state.lock.run(() => (state.deleted ? Promise.resolve() : this.attachVectorIndex(state))).catch((error) =>
-        this.logger.error({ err: errorMessage(error) }, 'vector index could not be opened; searches stay exhaustive'),
-      );
+      try {
+        const small = state.records.size <= this.weights.exhaustiveLimit;
+        if (small && (await state.lock.run(() => this.vectorCacheCurrent(state)))) continue;
+        await state.lock.run(() => (state.deleted ? Promise.resolve() : this.attachVectorIndex(state)));
+        if (!small) continue;
+        await state.indexCompletion;
+        await this.flushIndex(state);
+        await state.lock.run(async () => {
+          if (state.deleted || state.indexDirty || !state.corpus.vectorIndexComplete || state.records.size > this.weights.exhaustiveLimit) return;
+          state.indexOnDisk = { vectors: state.corpus.vectors!.size };
+          state.corpus.detachVectorIndex();
+        });
+      } catch (error) {
+        this.logger.error({ err: errorMessage(error) }, 'vector index could not be opened; searches stay exhaustive');
+      }
+    }
+  }
+
+  /** Whether the user's index file is intact, of this model, and holds every memory (caller holds the lock). */
+  private async vectorCacheCurrent(state: UserState): Promise<boolean> {
+    if (state.deleted || state.corpus.vectors) return false;
+    try {
+      const text = await this.store.readCacheText(state.userId, INDEX_META_FILE);
+      if (text === null) return false;
+      const meta = JSON.parse(text) as Partial<IndexMeta>;
+      let newest = -1;
+      for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
+      const current =
+        meta.model === this.embedder.modelId &&
+        meta.dimensions === this.embedder.dimensions &&
+        meta.complete === true &&
+        typeof meta.max_seq === 'number' &&
+        meta.max_seq >= newest &&
+        typeof meta.sha256 === 'string' &&
+        (await this.store.cacheFileMatches(state.userId, INDEX_FILE, meta.sha256));
+      if (current) state.indexOnDisk = { vectors: state.records.size };
+      return current;
+    } catch {
+      return false;
     }
   }
 
@@ -684,6 +739,16 @@ export class MemoryService {
       }
     }
   }
+}
+
+function indexStats(state: UserState): PoolStats['per_user'][number]['index'] {
+  const inMemory = state.corpus.vectors;
+  return {
+    loaded: inMemory !== null,
+    vectors: inMemory ? inMemory.size : (state.indexOnDisk?.vectors ?? 0),
+    complete: inMemory ? state.corpus.vectorIndexComplete : state.indexOnDisk !== null,
+    pending_flush: state.indexDirty,
+  };
 }
 
 function unitText(record: Memory): UnitText {

@@ -151,6 +151,12 @@ export class UserCorpus {
     for (const sessionId of touchedSessions) this.relink(sessionId);
   }
 
+  /** Lets the HNSW index go (its file stays current on disk); search stays exhaustive. */
+  detachVectorIndex(): void {
+    this.vectorIndex = null;
+    this.unindexed.clear();
+  }
+
   /** Moves up to `count` deferred vectors into the HNSW index; returns how many remain. */
   indexPending(count: number): number {
     for (const seq of this.unindexed) {

@@ -180,8 +180,15 @@ describe('MemoryService vector index rebuild', () => {
     await second.indexesReady();
     for (let i = 0; i < 100 && !(await second.stats()).per_user[0].index.complete; i++) await new Promise((resolve) => setTimeout(resolve, 10));
     const stats = await second.stats();
-    expect(stats.per_user[0].index).toMatchObject({ loaded: true, vectors: 31, complete: true });
+    expect(stats.per_user[0].index).toMatchObject({ vectors: 31, complete: true });
     await second.close();
     expect(await readdir(userDir)).toContain('vectors.hnsw');
+
+    // A current index file of a user scored exhaustively is checked at the start and left on disk.
+    const third = await openService({ dataDir });
+    await third.indexesReady();
+    expect((await third.stats()).per_user[0].index).toMatchObject({ loaded: false, vectors: 31, complete: true });
+    await third.addMemory({ userId: 'conv', text: 'a fact after the restart' });
+    expect((await third.stats()).per_user[0].index).toMatchObject({ loaded: true, vectors: 32, complete: true });
   });
 });
