@@ -5,6 +5,7 @@ import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { ANALYZER_VERSION } from '../src/retrieval/analyzer.js';
 import { JsonlStore } from '../src/store/jsonl-store.js';
+import { VECTOR_INDEX_FILE, VECTOR_INDEX_META_FILE, writeVectorIndexCache } from '../src/store/vector-index-cache.js';
 import { encodeVector, type StoredRecord } from '../src/store/stored-record.js';
 import type { BuildReply, BuildRequest } from './hnsw-build-worker.js';
 import { round } from './http-load.js';
@@ -24,12 +25,9 @@ import { mulberry32, type Turn } from './workload.js';
  */
 
 /**
- * Must match src/memory/memory-service.ts (INDEX_FILE, INDEX_META_FILE, IndexMeta) and
- * src/retrieval/vector-index.ts (M). If they drift, the server rebuilds instead of reading, and
- * the bench reports `index_cache_used: false` with a warning.
+ * Must match src/retrieval/vector-index.ts (M). If it drifts, the server rebuilds instead of
+ * reading, and the bench reports `index_cache_used: false` with a warning.
  */
-const INDEX_FILE = 'vectors.hnsw';
-const INDEX_META_FILE = 'vectors.meta.json';
 const HNSW_M = 16;
 const BENCH_EF_CONSTRUCTION = 16;
 const MESSAGES_PER_ADD = 20;
@@ -117,9 +115,13 @@ export async function writeScaleStore(options: ScaleStoreOptions): Promise<Scale
 
   await build;
   for (const userId of users) {
-    const sha256 = await store.writeCacheFile(userId, INDEX_FILE, (temp) => copyFile(builtIndex, temp));
-    const meta = { model: embedder.modelId, dimensions, analyzer: ANALYZER_VERSION, sha256, complete: true, max_seq: perUser - 1 };
-    await store.writeCacheText(userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
+    await writeVectorIndexCache(store, userId, (temp) => copyFile(builtIndex, temp), {
+      model: embedder.modelId,
+      dimensions,
+      analyzer: ANALYZER_VERSION,
+      complete: true,
+      max_seq: perUser - 1,
+    });
   }
   await rm(builtIndex, { force: true });
   return {
@@ -147,8 +149,8 @@ function buildIndexOnWorker(request: BuildRequest): Promise<void> {
 export async function removeIndexCaches(dataDir: string, users: readonly string[]): Promise<void> {
   const store = new JsonlStore(dataDir, silentLogger());
   for (const userId of users) {
-    await store.removeCacheFile(userId, INDEX_FILE);
-    await store.removeCacheFile(userId, INDEX_META_FILE);
+    await store.removeCacheFile(userId, VECTOR_INDEX_FILE);
+    await store.removeCacheFile(userId, VECTOR_INDEX_META_FILE);
   }
 }
 

@@ -11,6 +11,7 @@ import { UserCorpus, type CorpusUnit, type PreparedText } from '../retrieval/use
 import { VectorIndex } from '../retrieval/vector-index.js';
 import { JsonlStore } from '../store/jsonl-store.js';
 import { decodeVector, encodeVector, type StoredRecord } from '../store/stored-record.js';
+import { readVectorIndexCache, writeVectorIndexCache, type VectorIndexMeta } from '../store/vector-index-cache.js';
 import { Mutex } from './mutex.js';
 import type {
   AddOutcome,
@@ -22,8 +23,6 @@ import type {
   SearchRequest,
 } from './types.js';
 
-const INDEX_FILE = 'vectors.hnsw';
-const INDEX_META_FILE = 'vectors.meta.json';
 const INDEX_FLUSH_DELAY_MS = 2_000;
 /** Vectors added to a rebuilding HNSW index per turn of the event loop (~50 ms of work). */
 const INDEX_SLICE = 200;
@@ -65,17 +64,6 @@ export interface PoolStats {
     bytes_on_disk: number;
     index: { loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
   }>;
-}
-
-/** Written beside the HNSW file: what built it, and the checksum it must still have to be read. */
-interface IndexMeta {
-  model: string;
-  dimensions: number;
-  analyzer: string;
-  sha256: string;
-  /** The index held every memory up to `max_seq` when written. */
-  complete: boolean;
-  max_seq: number;
 }
 
 interface UserState {
@@ -539,16 +527,13 @@ export class MemoryService {
       try {
         const vectors = state.corpus.vectors;
         if (!vectors) return;
-        const sha256 = await this.store.writeCacheFile(state.userId, INDEX_FILE, (temp) => vectors.write(temp));
-        const meta: IndexMeta = {
+        await writeVectorIndexCache(this.store, state.userId, (temp) => vectors.write(temp), {
           model: this.embedder.modelId,
           dimensions: this.embedder.dimensions,
           analyzer: ANALYZER_VERSION,
-          sha256,
           complete: state.corpus.vectorIndexComplete,
           max_seq: state.nextSeq - 1,
-        };
-        await this.store.writeCacheText(state.userId, INDEX_META_FILE, JSON.stringify(meta) + '\n');
+        });
       } catch (error) {
         state.indexDirty = true;
         throw error;
@@ -641,25 +626,14 @@ export class MemoryService {
   /** Whether the user's index file is intact, of this model, and holds every memory (caller holds the lock). */
   private async vectorCacheCurrent(state: UserState): Promise<boolean> {
     if (state.deleted || state.corpus.vectors) return false;
-    try {
-      const text = await this.store.readCacheText(state.userId, INDEX_META_FILE);
-      if (text === null) return false;
-      const meta = JSON.parse(text) as Partial<IndexMeta>;
-      let newest = -1;
-      for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
-      const current =
-        meta.model === this.embedder.modelId &&
-        meta.dimensions === this.embedder.dimensions &&
-        meta.complete === true &&
-        typeof meta.max_seq === 'number' &&
-        meta.max_seq >= newest &&
-        typeof meta.sha256 === 'string' &&
-        (await this.store.cacheFileMatches(state.userId, INDEX_FILE, meta.sha256));
-      if (current) state.indexOnDisk = { vectors: state.records.size };
-      return current;
-    } catch {
-      return false;
-    }
+    const cached = await readVectorIndexCache(this.store, state.userId);
+    if (cached.status !== 'intact') return false;
+    let newest = -1;
+    for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
+    const { meta } = cached;
+    const current = this.builtByThisModel(meta) && meta.complete === true && meta.max_seq >= newest;
+    if (current) state.indexOnDisk = { vectors: state.records.size };
+    return current;
   }
 
   /**
@@ -695,24 +669,29 @@ export class MemoryService {
     return records.map((record) => decodeVector(record.vec!));
   }
 
+  private builtByThisModel(meta: VectorIndexMeta): boolean {
+    return meta.model === this.embedder.modelId && meta.dimensions === this.embedder.dimensions;
+  }
+
+  /** The user's cached index when intact and of this model, else a fresh one to fill. */
   private async openVectorIndex(userId: string, count: number): Promise<VectorIndex> {
-    const metaPath = this.store.cacheFilePath(userId, INDEX_META_FILE);
-    try {
-      const text = await this.store.readCacheText(userId, INDEX_META_FILE);
-      if (text === null) return VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2));
-      const meta = JSON.parse(text) as Partial<IndexMeta>;
-      const intact = typeof meta.sha256 === 'string' && (await this.store.cacheFileMatches(userId, INDEX_FILE, meta.sha256));
-      if (!intact) {
-        this.logger.warn({ file: metaPath }, 'vector index does not match its recorded checksum: rebuilding from the JSONL');
-      } else if (meta.model === this.embedder.modelId && meta.dimensions === this.embedder.dimensions) {
-        return await VectorIndex.read(this.store.cacheFilePath(userId, INDEX_FILE), this.embedder.dimensions);
-      } else {
-        this.logger.info({ file: metaPath }, 'vector index was built by another model: rebuilding');
-      }
-    } catch (error) {
-      this.logger.warn({ file: metaPath, err: errorMessage(error) }, 'vector index unreadable: rebuilding from the JSONL');
+    const fresh = (): VectorIndex => VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2));
+    const cached = await readVectorIndexCache(this.store, userId);
+    if (cached.status === 'missing') return fresh();
+    if (cached.status === 'damaged') {
+      this.logger.warn({ file: cached.metaFile, reason: cached.reason }, 'vector index damaged: rebuilding from the JSONL');
+      return fresh();
     }
-    return VectorIndex.create(this.embedder.dimensions, Math.max(1024, count * 2));
+    if (!this.builtByThisModel(cached.meta)) {
+      this.logger.info({ file: cached.file }, 'vector index was built by another model: rebuilding');
+      return fresh();
+    }
+    try {
+      return await VectorIndex.read(cached.file, this.embedder.dimensions);
+    } catch (error) {
+      this.logger.warn({ file: cached.file, err: errorMessage(error) }, 'vector index unreadable: rebuilding from the JSONL');
+      return fresh();
+    }
   }
 
   private async embed(texts: string[], priority: 'query' | 'ingest' = 'ingest'): Promise<Float32Array[]> {

@@ -1,0 +1,49 @@
+import type { JsonlStore } from './jsonl-store.js';
+
+/** The per-user HNSW cache: the graph file and, beside it, what built it and its checksum. */
+export const VECTOR_INDEX_FILE = 'vectors.hnsw';
+export const VECTOR_INDEX_META_FILE = 'vectors.meta.json';
+
+export interface VectorIndexMeta {
+  model: string;
+  dimensions: number;
+  analyzer: string;
+  /** SHA-256 of the graph file: hnswlib trusts the bytes it reads (a damaged graph can crash the process). */
+  sha256: string;
+  /** The index held every memory up to `max_seq` when written. */
+  complete: boolean;
+  max_seq: number;
+}
+
+export type CachedVectorIndex =
+  | { status: 'intact'; meta: VectorIndexMeta; file: string }
+  | { status: 'missing' }
+  | { status: 'damaged'; metaFile: string; reason: string };
+
+/** Writes the graph through `write(tempPath)` (temp file, then rename), then its meta with the checksum. */
+export async function writeVectorIndexCache(
+  store: JsonlStore,
+  userId: string,
+  write: (tempPath: string) => Promise<void>,
+  meta: Omit<VectorIndexMeta, 'sha256'>,
+): Promise<void> {
+  const sha256 = await store.writeCacheFile(userId, VECTOR_INDEX_FILE, write);
+  await store.writeCacheText(userId, VECTOR_INDEX_META_FILE, JSON.stringify({ ...meta, sha256 }) + '\n');
+}
+
+/** The cache's meta once the graph file is proven intact; `missing` when there is no meta at all. */
+export async function readVectorIndexCache(store: JsonlStore, userId: string): Promise<CachedVectorIndex> {
+  const metaFile = store.cacheFilePath(userId, VECTOR_INDEX_META_FILE);
+  let meta: Partial<VectorIndexMeta>;
+  try {
+    const text = await store.readCacheText(userId, VECTOR_INDEX_META_FILE);
+    if (text === null) return { status: 'missing' };
+    meta = JSON.parse(text) as Partial<VectorIndexMeta>;
+  } catch (error) {
+    return { status: 'damaged', metaFile, reason: `unreadable meta: ${(error as Error).message}` };
+  }
+  if (typeof meta.sha256 !== 'string' || !(await store.cacheFileMatches(userId, VECTOR_INDEX_FILE, meta.sha256))) {
+    return { status: 'damaged', metaFile, reason: 'the graph does not match its recorded checksum' };
+  }
+  return { status: 'intact', meta: meta as VectorIndexMeta, file: store.cacheFilePath(userId, VECTOR_INDEX_FILE) };
+}
