@@ -15,7 +15,10 @@
 
 const DAY_MS = 86_400_000;
 
-/** Min-max normalisation to [0, 1]; a list with no spread maps to 0 (it cannot rank anything). */
+/**
+ * Min-max normalisation to [0, 1]. A list with no spread cannot rank anything: all-positive
+ * values (a single match, or equal ones) map to 1, so a lone hit does not score 0; zeros stay 0.
+ */
 export function minMaxNormalize(values: ArrayLike<number>): Float64Array {
   const out = new Float64Array(values.length);
   let min = Infinity;
@@ -25,7 +28,10 @@ export function minMaxNormalize(values: ArrayLike<number>): Float64Array {
     if (values[i] > max) max = values[i];
   }
   const spread = max - min;
-  if (!(spread > 0)) return out;
+  if (!(spread > 0)) {
+    if (max > 0) out.fill(1);
+    return out;
+  }
   for (let i = 0; i < values.length; i++) out[i] = (values[i] - min) / spread;
   return out;
 }

@@ -11,10 +11,13 @@ import {
 } from '../../src/retrieval/fuse-scores.js';
 
 describe('fusion terms', () => {
-  it('minMaxNormalize maps the range onto [0, 1] and a flat list to zeros', () => {
+  it('minMaxNormalize maps the range onto [0, 1]; a flat list to ones when positive, zeros otherwise', () => {
     expect([...minMaxNormalize([2, 4, 6])]).toEqual([0, 0.5, 1]);
     expect([...minMaxNormalize([-1, 1])]).toEqual([0, 1]);
-    expect([...minMaxNormalize([3, 3, 3])]).toEqual([0, 0, 0]);
+    expect([...minMaxNormalize([3, 3, 3])]).toEqual([1, 1, 1]);
+    expect([...minMaxNormalize([0.4])]).toEqual([1]);
+    expect([...minMaxNormalize([0, 0])]).toEqual([0, 0]);
+    expect([...minMaxNormalize([-0.2])]).toEqual([0]);
     expect([...minMaxNormalize([])]).toEqual([]);
   });
 
