@@ -4,6 +4,7 @@ import { Worker } from 'node:worker_threads';
 import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { ANALYZER_VERSION } from '../src/retrieval/analyzer.js';
+import { HNSW_M } from '../src/retrieval/vector-index.js';
 import { JsonlStore } from '../src/store/jsonl-store.js';
 import { VECTOR_INDEX_FILE, VECTOR_INDEX_META_FILE, writeVectorIndexCache } from '../src/store/vector-index-cache.js';
 import { encodeVector, type StoredRecord } from '../src/store/stored-record.js';
@@ -24,11 +25,6 @@ import { mulberry32, type Turn } from './workload.js';
  * times faster.
  */
 
-/**
- * Must match src/retrieval/vector-index.ts (M). If it drifts, the server rebuilds instead of
- * reading, and the bench reports `index_cache_used: false` with a warning.
- */
-const HNSW_M = 16;
 const BENCH_EF_CONSTRUCTION = 16;
 const MESSAGES_PER_ADD = 20;
 const ADDS_PER_SESSION = 2;

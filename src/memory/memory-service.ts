@@ -275,12 +275,10 @@ export class MemoryService {
   async exportUnits(userId: string): Promise<ExportedUnit[]> {
     const state = await this.existingUser(userId);
     if (!state) return [];
-    return [...state.bySeq.values()]
-      .sort((a, b) => a.seq - b.seq)
-      .map((record) => {
-        const text = unitText(record);
-        return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: state.corpus.vectorOf(record.seq)! };
-      });
+    return inStoredOrder(state).map((record) => {
+      const text = unitText(record);
+      return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: state.corpus.vectorOf(record.seq)! };
+    });
   }
 
   /**
@@ -290,9 +288,7 @@ export class MemoryService {
   async exportRecords(userId: string): Promise<PortableRecord[]> {
     const state = await this.existingUser(userId);
     if (!state) return [];
-    return [...state.bySeq.values()]
-      .sort((a, b) => a.seq - b.seq)
-      .map((record) => ({ ...publicMemory(record), vec: encodeVector(state.corpus.vectorOf(record.seq)!), model: record.model }));
+    return inStoredOrder(state).map((record) => ({ ...publicMemory(record), vec: withVector(state, record).vec, model: record.model }));
   }
 
   /**
@@ -464,11 +460,8 @@ export class MemoryService {
 
   /** Under the user's lock: rewrites the user's file without these memories, then drops them from every index. */
   private async removeRecords(state: UserState, ids: ReadonlySet<string>): Promise<void> {
-    const remaining = [...state.bySeq.values()].filter((record) => !ids.has(record.id)).sort((a, b) => a.seq - b.seq);
-    await this.store.rewrite(
-      state.userId,
-      remaining.map((record) => ({ ...record, vec: encodeVector(state.corpus.vectorOf(record.seq)!) })),
-    );
+    const remaining = inStoredOrder(state).filter((record) => !ids.has(record.id));
+    await this.store.rewrite(state.userId, remaining.map((record) => withVector(state, record)));
     for (const id of ids) {
       const record = state.records.get(id);
       if (!record) continue;
@@ -718,6 +711,16 @@ export class MemoryService {
       }
     }
   }
+}
+
+/** A user's records in the order they were written. */
+function inStoredOrder(state: UserState): StoredRecord[] {
+  return [...state.bySeq.values()].sort((a, b) => a.seq - b.seq);
+}
+
+/** The record as stored on disk: in memory its vector lives in the corpus only. */
+function withVector(state: UserState, record: StoredRecord): StoredRecord {
+  return { ...record, vec: encodeVector(state.corpus.vectorOf(record.seq)!) };
 }
 
 function indexStats(state: UserState): PoolStats['per_user'][number]['index'] {

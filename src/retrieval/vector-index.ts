@@ -1,6 +1,7 @@
 import hnswlib from 'hnswlib-node';
 
-const M = 16;
+/** Links per node; a saved graph's size and load time follow from it (the bench's scale store builds with it too). */
+export const HNSW_M = 16;
 /**
  * Lower than hnswlib's customary 200: insertion cost grows with it, and every Add pays it on the
  * request path. Users small enough to be scored exhaustively never read the graph; for larger
@@ -31,7 +32,7 @@ export class VectorIndex {
 
   static create(dimensions: number, capacity = INITIAL_CAPACITY): VectorIndex {
     const index = new hnswlib.HierarchicalNSW('cosine', dimensions);
-    index.initIndex({ maxElements: Math.max(capacity, 16), m: M, efConstruction: EF_CONSTRUCTION, randomSeed: 100, allowReplaceDeleted: false });
+    index.initIndex({ maxElements: Math.max(capacity, 16), m: HNSW_M, efConstruction: EF_CONSTRUCTION, randomSeed: 100, allowReplaceDeleted: false });
     return new VectorIndex(dimensions, index);
   }
 
