@@ -135,6 +135,24 @@ export class JsonlStore {
     return { records: complete, quarantined: rejected.length };
   }
 
+  /** How many whole lines the user's memories file holds (a count without parsing, for stats). */
+  async countRecords(userId: string): Promise<number> {
+    let content: Buffer;
+    try {
+      content = await readFile(path.join(this.userDir(userId), MEMORIES_FILE));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+      throw storageError(error);
+    }
+    let count = 0;
+    let start = 0;
+    for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+      if (end > start) count++;
+      start = end + 1;
+    }
+    return count;
+  }
+
   /** Appends records and returns only once they are on disk (fsync), so an acknowledged write survives a crash. */
   async append(userId: string, records: readonly StoredRecord[]): Promise<void> {
     if (records.length === 0) return;

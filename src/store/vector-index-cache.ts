@@ -1,4 +1,11 @@
-import type { JsonlStore } from './jsonl-store.js';
+/** The files of one user's index cache (the JSONL store keeps them beside the memories). */
+export interface IndexCacheFiles {
+  cacheFilePath(userId: string, name: string): string;
+  writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string>;
+  writeCacheText(userId: string, name: string, text: string): Promise<void>;
+  cacheFileMatches(userId: string, name: string, checksum: string): Promise<boolean>;
+  readCacheText(userId: string, name: string): Promise<string | null>;
+}
 
 /** The per-user HNSW cache: the graph file and, beside it, what built it and its checksum. */
 export const VECTOR_INDEX_FILE = 'vectors.hnsw';
@@ -22,7 +29,7 @@ export type CachedVectorIndex =
 
 /** Writes the graph through `write(tempPath)` (temp file, then rename), then its meta with the checksum. */
 export async function writeVectorIndexCache(
-  store: JsonlStore,
+  store: IndexCacheFiles,
   userId: string,
   write: (tempPath: string) => Promise<void>,
   meta: Omit<VectorIndexMeta, 'sha256'>,
@@ -32,7 +39,7 @@ export async function writeVectorIndexCache(
 }
 
 /** The cache's meta once the graph file is proven intact; `missing` when there is no meta at all. */
-export async function readVectorIndexCache(store: JsonlStore, userId: string): Promise<CachedVectorIndex> {
+export async function readVectorIndexCache(store: IndexCacheFiles, userId: string): Promise<CachedVectorIndex> {
   const metaFile = store.cacheFilePath(userId, VECTOR_INDEX_META_FILE);
   let meta: Partial<VectorIndexMeta>;
   try {

@@ -1,0 +1,174 @@
+import type { Logger } from '../logger.js';
+import { ANALYZER_VERSION } from '../retrieval/analyzer.js';
+import { VectorIndex } from '../retrieval/vector-index.js';
+import { readVectorIndexCache, writeVectorIndexCache, type IndexCacheFiles, type VectorIndexMeta } from '../store/vector-index-cache.js';
+import { errorMessage } from './memory-records.js';
+import type { UserState } from './user-state.js';
+
+/** Vectors added to a rebuilding HNSW index per turn of the event loop (~50 ms of work). */
+const INDEX_SLICE = 200;
+
+export interface IndexLifecycleOptions {
+  /** Where index caches live; null rebuilds every index in memory on load (nothing is written). */
+  cache: IndexCacheFiles | null;
+  modelId: string;
+  dimensions: number;
+  /** Users up to this size are scored exhaustively and never search their graph. */
+  exhaustiveLimit: number;
+  /** Flush index caches this long after the last write (ms); 0 flushes only on close. */
+  flushDelayMs: number;
+  logger: Logger;
+}
+
+/**
+ * The per-user HNSW index: attached from its cache file (or built) when a user needs it, filled
+ * in the background a slice at a time, flushed to its cache a moment after the last write. The
+ * index is a cache of the stored vectors: losing it costs a rebuild, never data.
+ */
+export class IndexLifecycle {
+  private readonly options: IndexLifecycleOptions;
+  closing = false;
+
+  constructor(options: IndexLifecycleOptions) {
+    this.options = options;
+  }
+
+  /** Reads (or creates) the user's HNSW index (caller holds the lock) and fills in what it lacks in the background. */
+  async attach(state: UserState): Promise<void> {
+    if (state.corpus.vectors) return;
+    const index = await this.openVectorIndex(state.userId, state.records.size);
+    state.corpus.attachVectorIndex(index);
+    state.indexOnDisk = null;
+    if (!state.corpus.vectorIndexComplete) state.indexCompletion = this.complete(state);
+  }
+
+  /** On load: users scored exhaustively read their index only when first written to. */
+  async attachIfSearched(state: UserState): Promise<void> {
+    if (state.records.size > this.options.exhaustiveLimit) await this.attach(state);
+  }
+
+  /**
+   * The start's check of every user's index file. Users scored exhaustively never search their
+   * graph, so a current file stays on disk (attached at the user's first write) and a stale or
+   * damaged one is rebuilt, saved and let go; larger users keep theirs in memory.
+   */
+  async attachAll(states: readonly UserState[]): Promise<void> {
+    for (const state of states) {
+      if (this.closing) return;
+      try {
+        const small = state.records.size <= this.options.exhaustiveLimit;
+        if (small && (await state.lock.run(() => this.cacheCurrent(state)))) continue;
+        await state.lock.run(() => (state.retired ? Promise.resolve() : this.attach(state)));
+        if (!small) continue;
+        await state.indexCompletion;
+        await this.flush(state);
+        await state.lock.run(async () => {
+          if (state.retired || state.indexDirty || !state.corpus.vectorIndexComplete || state.records.size > this.options.exhaustiveLimit) return;
+          state.indexOnDisk = { vectors: state.corpus.vectors!.size };
+          state.corpus.detachVectorIndex();
+        });
+      } catch (error) {
+        this.options.logger.error({ err: errorMessage(error) }, 'vector index could not be opened; searches stay exhaustive');
+      }
+    }
+  }
+
+  markDirty(state: UserState): void {
+    state.indexDirty = true;
+    if (this.options.flushDelayMs <= 0 || this.closing || !this.options.cache) return;
+    if (state.flushTimer) clearTimeout(state.flushTimer);
+    state.flushTimer = setTimeout(() => {
+      state.flushTimer = null;
+      this.flush(state).catch((error) => this.options.logger.warn({ err: errorMessage(error) }, 'index cache flush failed; it is rebuilt from the stored vectors on the next start'));
+    }, this.options.flushDelayMs);
+    state.flushTimer.unref();
+  }
+
+  /** Always through the lock: a timer's flush may be writing right now with the flag already cleared. */
+  flush(state: UserState): Promise<void> {
+    return state.lock.run(() => this.flushLocked(state));
+  }
+
+  /** The HNSW file is a cache: written under the lock (hnswlib must not be added to while it writes), temp file then rename. */
+  async flushLocked(state: UserState): Promise<void> {
+    if (state.flushTimer) clearTimeout(state.flushTimer);
+    state.flushTimer = null;
+    const cache = this.options.cache;
+    if (state.retired || !state.indexDirty) return;
+    state.indexDirty = false;
+    if (!cache) return;
+    try {
+      const vectors = state.corpus.vectors;
+      if (!vectors) return;
+      await writeVectorIndexCache(cache, state.userId, (temp) => vectors.write(temp), {
+        model: this.options.modelId,
+        dimensions: this.options.dimensions,
+        analyzer: ANALYZER_VERSION,
+        complete: state.corpus.vectorIndexComplete,
+        max_seq: state.nextSeq - 1,
+      });
+    } catch (error) {
+      state.indexDirty = true;
+      throw error;
+    }
+  }
+
+  /** Whether the user's index file is intact, of this model, and holds every memory (caller holds the lock). */
+  private async cacheCurrent(state: UserState): Promise<boolean> {
+    if (state.retired || state.corpus.vectors || !this.options.cache) return false;
+    const cached = await readVectorIndexCache(this.options.cache, state.userId);
+    if (cached.status !== 'intact') return false;
+    let newest = -1;
+    for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
+    const { meta } = cached;
+    const current = this.builtByThisModel(meta) && meta.complete === true && meta.max_seq >= newest;
+    if (current) state.indexOnDisk = { vectors: state.records.size };
+    return current;
+  }
+
+  /**
+   * Fills the HNSW index with the vectors a fresh or stale cache lacks, a slice at a time under
+   * the user's lock, so a start with a missing index serves at once (exhaustive scoring meanwhile)
+   * and writes never interleave with the index being saved.
+   */
+  private async complete(state: UserState): Promise<void> {
+    try {
+      for (;;) {
+        const remaining = await state.lock.run(async () => (state.retired ? 0 : state.corpus.indexPending(INDEX_SLICE)));
+        if (remaining === 0) break;
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      if (!state.retired) this.markDirty(state);
+    } catch (error) {
+      this.options.logger.error({ err: errorMessage(error) }, 'vector index rebuild failed; searches stay exhaustive');
+    }
+  }
+
+  private builtByThisModel(meta: VectorIndexMeta): boolean {
+    return meta.model === this.options.modelId && meta.dimensions === this.options.dimensions;
+  }
+
+  /** The user's cached index when intact and of this model, else a fresh one to fill. */
+  private async openVectorIndex(userId: string, count: number): Promise<VectorIndex> {
+    const fresh = (): VectorIndex => VectorIndex.create(this.options.dimensions, Math.max(1024, count * 2));
+    const cache = this.options.cache;
+    if (!cache) return fresh();
+    const cached = await readVectorIndexCache(cache, userId);
+    if (cached.status === 'missing') return fresh();
+    const logger = this.options.logger;
+    if (cached.status === 'damaged') {
+      logger.warn({ file: cached.metaFile, reason: cached.reason }, 'vector index damaged: rebuilding from the stored vectors');
+      return fresh();
+    }
+    if (!this.builtByThisModel(cached.meta)) {
+      logger.info({ file: cached.file }, 'vector index was built by another model: rebuilding');
+      return fresh();
+    }
+    try {
+      return await VectorIndex.read(cached.file, this.options.dimensions);
+    } catch (error) {
+      logger.warn({ file: cached.file, err: errorMessage(error) }, 'vector index unreadable: rebuilding from the stored vectors');
+      return fresh();
+    }
+  }
+}

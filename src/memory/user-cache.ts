@@ -1,0 +1,203 @@
+import type { Logger } from '../logger.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit } from '../store/memory-store.js';
+import type { IndexLifecycle } from './index-lifecycle.js';
+import { errorMessage } from './memory-records.js';
+import { admitUnits, dropUnits, emptyUserState, type UserState } from './user-state.js';
+
+/** Bytes a unit costs beyond its text and vector: records, maps, analyzer terms, links (measured order of magnitude). */
+const UNIT_OVERHEAD_BYTES = 900;
+/** Bytes per HNSW entry beyond its vector copy (graph links at M = 16). */
+const GRAPH_ENTRY_BYTES = 300;
+
+export interface UserCacheOptions {
+  store: MemoryStore;
+  lifecycle: IndexLifecycle;
+  modelId: string;
+  dimensions: number;
+  /** Re-embeds units whose stored vector is missing or of another model (dense texts of the records). */
+  reembed: (units: readonly StoredUnit[]) => Promise<Float32Array[]>;
+  /** Estimated bytes the loaded users may take; unset keeps every user once loaded. */
+  budgetBytes?: number;
+  logger: Logger;
+}
+
+/**
+ * The users this replica holds in memory: a cache of the store, loaded on demand, evicted least
+ * recently used past a memory budget, and brought up to date on each request by comparing the
+ * store's per-user version (a delta of new seqs when only appends happened, else a reload).
+ */
+export class UserCache {
+  private readonly options: UserCacheOptions;
+  private readonly store: MemoryStore;
+  /** In least-recently-used order (a touch moves a user to the end). */
+  private readonly states = new Map<string, UserState>();
+  private readonly loading = new Map<string, Promise<UserState>>();
+  private readonly evictions = new Set<Promise<void>>();
+
+  constructor(options: UserCacheOptions) {
+    this.options = options;
+    this.store = options.store;
+  }
+
+  get loaded(): UserState[] {
+    return [...this.states.values()];
+  }
+
+  peek(userId: string): UserState | undefined {
+    return this.states.get(userId);
+  }
+
+  /** The cached state (loading it if absent), without asking the store whether it is current: for writes, which the store orders. */
+  get(userId: string): Promise<UserState> {
+    const loaded = this.states.get(userId);
+    if (loaded) {
+      this.touch(loaded);
+      return Promise.resolve(loaded);
+    }
+    let loading = this.loading.get(userId);
+    if (!loading) {
+      loading = this.load(userId).finally(() => this.loading.delete(userId));
+      this.loading.set(userId, loading);
+    }
+    return loading;
+  }
+
+  /** The user as the store holds it now: every write acknowledged before this call is in it. */
+  async fresh(userId: string): Promise<UserState> {
+    const state = this.states.get(userId);
+    if (!state) return this.get(userId);
+    const version = await this.store.version(userId);
+    if (version === state.version && !state.retired) {
+      this.touch(state);
+      return state;
+    }
+    const current = await state.lock.run(() => this.refreshLocked(state));
+    return current ?? this.get(userId);
+  }
+
+  /** Applies an acknowledged append to the cache, or marks it stale when another writer came in between. */
+  applyAppend(state: UserState, result: AppendResult, vectors: readonly Float32Array[]): void {
+    if (state.version !== result.previousVersion) {
+      state.version = -1;
+      return;
+    }
+    admitUnits(state, result.records.map((record, i) => ({ record, vector: vectors[i] })));
+    state.version = result.version;
+    this.options.lifecycle.markDirty(state);
+    this.enforceBudget(state);
+  }
+
+  applyRemove(state: UserState, result: RemoveResult): void {
+    if (result.removed.length === 0) return;
+    if (state.version !== result.previousVersion) {
+      state.version = -1;
+      return;
+    }
+    dropUnits(state, result.removed);
+    state.version = result.version;
+    this.options.lifecycle.markDirty(state);
+  }
+
+  /** Takes a user out of the cache (deleted, or reloaded); a writer holding the state starts over. */
+  retire(state: UserState): void {
+    state.retired = true;
+    if (state.flushTimer) clearTimeout(state.flushTimer);
+    state.flushTimer = null;
+    if (this.states.get(state.userId) === state) this.states.delete(state.userId);
+  }
+
+  /** Estimated bytes a user takes in memory: texts (UTF-16 plus analyzer terms), vectors, graph. */
+  sizeOf(state: UserState): number {
+    const units = state.records.size;
+    const vectorBytes = this.options.dimensions * 4;
+    const graph = state.corpus.vectors ? state.corpus.vectors.size * (vectorBytes + GRAPH_ENTRY_BYTES) : 0;
+    return state.textChars * 6 + units * (vectorBytes + UNIT_OVERHEAD_BYTES) + graph;
+  }
+
+  get estimatedBytes(): number {
+    let total = 0;
+    for (const state of this.states.values()) total += this.sizeOf(state);
+    return total;
+  }
+
+  private async refreshLocked(state: UserState): Promise<UserState | null> {
+    if (state.retired) return null;
+    const changes = await this.store.changesSince(state.userId, state.nextSeq);
+    if (changes.version === state.version) return state;
+    const appendsOnly = changes.count === state.records.size + changes.units.length && changes.units.every((unit) => this.usable(unit));
+    if (appendsOnly) {
+      admitUnits(state, changes.units.map(({ record, vector }) => ({ record, vector: vector! })));
+      state.version = changes.version;
+      if (changes.units.length > 0) this.options.lifecycle.markDirty(state);
+      this.enforceBudget(state);
+      return state;
+    }
+    // Memories were deleted (or written by another model): start from the store again.
+    this.retire(state);
+    return null;
+  }
+
+  private async load(userId: string): Promise<UserState> {
+    const snapshot = await this.store.load(userId);
+    const stale = snapshot.units.filter((unit) => !this.usable(unit));
+    if (stale.length > 0) {
+      this.options.logger.info({ records: stale.length, model: this.options.modelId }, 'embedding model changed: re-embedding stored memories');
+      const fresh = await this.options.reembed(stale);
+      stale.forEach((unit, i) => {
+        unit.vector = fresh[i];
+        unit.record.model = this.options.modelId;
+      });
+      await this.store.replaceVectors(userId, stale.map((unit, i) => ({ id: unit.record.id, vector: fresh[i], model: this.options.modelId })));
+    }
+    const state = emptyUserState(userId, snapshot.version);
+    admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })));
+    this.states.set(userId, state);
+    await this.options.lifecycle.attachIfSearched(state);
+    this.enforceBudget(state);
+    return state;
+  }
+
+  private usable(unit: StoredUnit): boolean {
+    return unit.vector !== null && unit.vector.length === this.options.dimensions && unit.record.model === this.options.modelId;
+  }
+
+  private touch(state: UserState): void {
+    if (this.options.budgetBytes === undefined) return;
+    this.states.delete(state.userId);
+    this.states.set(state.userId, state);
+  }
+
+  /** Evicts the least recently used idle users until the estimate fits the budget (never `keep`). */
+  private enforceBudget(keep: UserState): void {
+    const budget = this.options.budgetBytes;
+    if (budget === undefined) return;
+    let total = this.estimatedBytes;
+    for (const state of [...this.states.values()]) {
+      if (total <= budget) return;
+      if (state === keep || state.lock.busy) continue;
+      total -= this.sizeOf(state);
+      this.evict(state);
+    }
+  }
+
+  /** Writes a pending index cache first: an evicted user comes back without a rebuild. */
+  private evict(state: UserState): void {
+    this.states.delete(state.userId);
+    const eviction = state.lock
+      .run(async () => {
+        await this.options.lifecycle.flushLocked(state);
+        this.retire(state);
+      })
+      .catch((error) => {
+        this.retire(state);
+        this.options.logger.warn({ err: errorMessage(error) }, 'index cache flush failed at eviction; rebuilt on the next load');
+      })
+      .finally(() => this.evictions.delete(eviction));
+    this.evictions.add(eviction);
+  }
+
+  /** Resolves once the evictions under way have written their index caches. */
+  async evictionsSettled(): Promise<void> {
+    await Promise.all([...this.evictions]);
+  }
+}

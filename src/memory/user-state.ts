@@ -1,0 +1,78 @@
+import { UserCorpus } from '../retrieval/user-corpus.js';
+import type { StoredRecord } from '../store/stored-record.js';
+import { corpusUnit } from './memory-records.js';
+import { Mutex } from './mutex.js';
+
+/** What a replica holds of one user: a cache of the store at `version`, searchable in memory. */
+export interface UserState {
+  userId: string;
+  /** Orders this replica's writes of the user and the cache updates that follow them. */
+  lock: Mutex;
+  records: Map<string, StoredRecord>;
+  bySeq: Map<number, StoredRecord>;
+  requestIds: Set<string>;
+  corpus: UserCorpus;
+  nextSeq: number;
+  /** The store's version this cache reflects; -1 once a write of another replica (or process) slipped in. */
+  version: number;
+  /** Characters of memory text held, for the cache's size estimate. */
+  textChars: number;
+  indexDirty: boolean;
+  flushTimer: NodeJS.Timeout | null;
+  /** Set when the state left the cache (user deleted, evicted, reloaded); a writer holding it starts over. */
+  retired: boolean;
+  /** Settles when a background fill of the HNSW index has finished. */
+  indexCompletion: Promise<void>;
+  /** Set when the index file was checked current at the start and left on disk (not in memory). */
+  indexOnDisk: { vectors: number } | null;
+}
+
+export function emptyUserState(userId: string, version: number): UserState {
+  return {
+    userId,
+    lock: new Mutex(),
+    records: new Map(),
+    bySeq: new Map(),
+    requestIds: new Set(),
+    corpus: new UserCorpus(),
+    nextSeq: 0,
+    version,
+    textChars: 0,
+    indexDirty: false,
+    flushTimer: null,
+    retired: false,
+    indexCompletion: Promise.resolve(),
+    indexOnDisk: null,
+  };
+}
+
+/** Makes stored units searchable. The vector lives in the corpus only (a record never keeps `vec`). */
+export function admitUnits(state: UserState, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>): void {
+  for (const { record } of units) {
+    delete record.vec;
+    delete record.batch;
+    state.records.set(record.id, record);
+    state.bySeq.set(record.seq, record);
+    if (record.request_id !== undefined) state.requestIds.add(record.request_id);
+    state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
+    state.textChars += record.text.length;
+  }
+  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector)));
+}
+
+/** Drops memories from the records and every index. */
+export function dropUnits(state: UserState, removed: ReadonlyArray<{ id: string; seq: number }>): void {
+  for (const { id } of removed) {
+    const record = state.records.get(id);
+    if (!record) continue;
+    state.records.delete(id);
+    state.bySeq.delete(record.seq);
+    state.corpus.remove(record.seq);
+    state.textChars -= record.text.length;
+  }
+}
+
+/** A user's records in the order they were written. */
+export function inStoredOrder(state: UserState): StoredRecord[] {
+  return [...state.bySeq.values()].sort((a, b) => a.seq - b.seq);
+}

@@ -1,0 +1,89 @@
+import type { StoredRecord } from './stored-record.js';
+import type { IndexCacheFiles } from './vector-index-cache.js';
+
+/**
+ * The one boundary between the service and stored data. Two implementations: the JSONL data
+ * directory (the embedded default) and PostgreSQL (shared by any number of replicas). The
+ * service keeps no truth of its own: the store assigns each user's sequence numbers inside the
+ * write, checks an Add's request id in the same write (first write wins), and exposes a per-user
+ * version that changes on every append or delete, so a replica can tell cheaply whether what it
+ * has cached is still current.
+ */
+export interface MemoryStore {
+  readonly kind: 'jsonl' | 'postgres';
+  /** Where the data lives, for logs (a directory, or a URL without its password). */
+  readonly location: string;
+  /** Where per-user HNSW caches may be kept; null when the store keeps none (they are rebuilt on load). */
+  readonly indexCache: IndexCacheFiles | null;
+
+  init(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Every user with something stored (or a folder / row left behind), sorted. */
+  listUsers(): Promise<string[]>;
+  /** Memories stored per user (users with none may be absent). */
+  memoryCounts(): Promise<Map<string, number>>;
+  /** Bytes the user's memories take in storage (files, or table rows). */
+  storedBytes(userId: string): Promise<number>;
+
+  /** A user's memories in stored order with their vectors; version 0 and no units for an unknown user. */
+  load(userId: string): Promise<UserSnapshot>;
+  /** The user's high-water mark: changes on every append and delete; 0 when nothing is stored. */
+  version(userId: string): Promise<number>;
+  /** Memories with `seq >= fromSeq`, the current version and the current count, read at one instant. */
+  changesSince(userId: string, fromSeq: number): Promise<UserChanges>;
+  /** Whether an Add with this request id is already stored (a cheap early answer; `append` decides). */
+  hasRequest(userId: string, requestId: string): Promise<boolean>;
+
+  /**
+   * Stores the units in one write and returns them with the seqs the store assigned. With a
+   * request id, the write stores nothing and returns null when that id is already stored.
+   * Returns only once durable (fsync / commit).
+   */
+  append(userId: string, drafts: readonly UnitDraft[], options?: { requestId?: string }): Promise<AppendResult | null>;
+  /** Deletes these memories (ids the user does not hold are ignored). */
+  remove(userId: string, ids: readonly string[]): Promise<RemoveResult>;
+  /** Deletes the user's memories stored (ingested) before the cutoff. */
+  removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult>;
+  /** Removes everything stored for a user, request ids included; returns how many memories it held. */
+  deleteUser(userId: string): Promise<number>;
+  /** Replaces stored vectors after the embedding model changed (not a change of content: the version stays). */
+  replaceVectors(userId: string, vectors: ReadonlyArray<{ id: string; vector: Float32Array; model: string }>): Promise<void>;
+}
+
+/** A unit ready to store: everything but the seq, which the store assigns. */
+export interface UnitDraft {
+  record: Omit<StoredRecord, 'seq' | 'vec' | 'batch'>;
+  vector: Float32Array;
+}
+
+/** A stored unit. `record.vec` is never set here; the vector travels beside it (null when missing). */
+export interface StoredUnit {
+  record: StoredRecord;
+  vector: Float32Array | null;
+}
+
+export interface UserSnapshot {
+  version: number;
+  units: StoredUnit[];
+}
+
+export interface UserChanges {
+  version: number;
+  count: number;
+  units: StoredUnit[];
+}
+
+export interface WriteResult {
+  /** The version before and after this write: equal when the write changed nothing. */
+  previousVersion: number;
+  version: number;
+}
+
+export interface AppendResult extends WriteResult {
+  records: StoredRecord[];
+}
+
+export interface RemoveResult extends WriteResult {
+  removed: Array<{ id: string; seq: number }>;
+}
