@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     exclude: ['dist/**', 'node_modules/**'],
+    // A throwaway PostgreSQL for the run (or MEMORYPOOL_TEST_DATABASE_URL); suites make their own databases on it.
+    globalSetup: ['test/support/postgres-global-setup.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Suites that start servers and child processes share two cores; keep them from starving each other.

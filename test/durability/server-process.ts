@@ -37,7 +37,7 @@ export interface ServerProcess {
 
 export interface StartOptions {
   dataDir: string;
-  /** The script to run (default src/main.ts). */
+  /** The script to run (default src/main.ts; a .js entry runs without tsx). */
   entry?: string;
   /** RLIMIT_FSIZE in KiB (`ulimit -f`): writes past it fail with EFBIG, as on a full disk. */
   fileSizeLimitKb?: number;
@@ -72,7 +72,8 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
 }
 
 async function startOnce(options: StartOptions, port: number): Promise<ServerProcess> {
-  const args = ['--import', 'tsx', options.entry ?? 'src/main.ts'];
+  // A compiled entry (dist/...js) runs as users run it, without the TypeScript loader.
+  const args = options.entry?.endsWith('.js') ? [options.entry] : ['--import', 'tsx', options.entry ?? 'src/main.ts'];
   const [command, commandArgs] =
     options.fileSizeLimitKb === undefined
       ? [process.execPath, args]
@@ -185,6 +186,7 @@ export interface HttpResult {
   status: number;
   body: any;
   text: string;
+  headers: Headers;
 }
 
 /** One JSON request; network failures reject (the caller decides what a refused connection means). */
@@ -205,7 +207,7 @@ export async function request(
   } catch {
     body = undefined;
   }
-  return { status: response.status, body, text };
+  return { status: response.status, body, text, headers: response.headers };
 }
 
 /** Waits until every user's HNSW index is attached and complete (the start's background work). */

@@ -1,0 +1,85 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ServerProcess } from '../durability/server-process.js';
+import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
+import { addBody, addOk, hitsOf, inPool, search, send, startReplicas, storedTexts, uniqueText } from './replica-cluster.js';
+
+/**
+ * Read-your-writes across replicas: a write acknowledged by one replica is seen by a Search on
+ * another that starts after the acknowledgement, although that replica had the user cached
+ * (it searched the user just before). Every trial must hold: zero misses.
+ */
+
+let database: TestDatabase;
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** Trials alternate which replica writes and which reads. */
+function roles(replicas: ServerProcess[], trial: number): [ServerProcess, ServerProcess] {
+  return trial % 2 === 0 ? [replicas[0], replicas[1]] : [replicas[1], replicas[0]];
+}
+
+describe('read-your-writes across replicas', () => {
+  it('an Add acknowledged by one replica is found at once by a Search on the other (8 clients x 10 trials)', async () => {
+    const replicas = await startReplicas(2, database.url);
+    const misses: string[] = [];
+    await inPool([0, 1, 2, 3, 4, 5, 6, 7], 8, async (client) => {
+      const userId = `ryw-add-${client}`;
+      for (let trial = 0; trial < 10; trial++) {
+        const [writer, reader] = roles(replicas, trial + client);
+        const text = uniqueText(`${userId} trial ${trial}`);
+        await search(reader, userId, text); // the reader has the user cached, as it was before the write
+        await addOk(writer, addBody(userId, `ryw-${client}-${trial}`, [text]));
+        if (hitsOf(await search(reader, userId, text), text).length !== 1) misses.push(`${userId} trial ${trial}`);
+      }
+    });
+    expect(misses).toEqual([]);
+    for (const replica of replicas) expect((await storedTexts(replica, 'ryw-add-0')).size).toBe(10);
+  });
+
+  it('a memory deleted on one replica is gone at once from the other', async () => {
+    const replicas = await startReplicas(2, database.url);
+    const userId = 'ryw-delete-memory';
+    const texts = Array.from({ length: 24 }, (_, n) => uniqueText(`memory ${n}`));
+    await addOk(replicas[0], addBody(userId, 'ryw-delete-memory-all', texts));
+    const misses: string[] = [];
+    for (const [trial, text] of texts.entries()) {
+      const [writer, reader] = roles(replicas, trial);
+      const [hit] = hitsOf(await search(reader, userId, text), text);
+      expect(hit, text).toBeDefined();
+      const deleted = await send(`${writer.url}/mem/${encodeURIComponent(hit.id)}?user_id=${userId}`, { method: 'DELETE' });
+      expect(deleted.status, deleted.text).toBe(200);
+      if (hitsOf(await search(reader, userId, text), text).length !== 0) misses.push(`search after delete ${trial}`);
+      const get = await send(`${reader.url}/mem/${encodeURIComponent(hit.id)}?user_id=${userId}`);
+      if (get.status !== 404) misses.push(`get after delete ${trial}: ${get.status}`);
+    }
+    expect(misses).toEqual([]);
+    for (const replica of replicas) expect((await storedTexts(replica, userId)).size).toBe(0);
+  });
+
+  it('a user deleted on one replica is gone at once from the other, and written again from scratch', async () => {
+    const replicas = await startReplicas(2, database.url);
+    const misses: string[] = [];
+    for (let trial = 0; trial < 12; trial++) {
+      const [writer, reader] = roles(replicas, trial);
+      const userId = `ryw-delete-user-${trial % 3}`; // each user is deleted and written again several times
+      const before = uniqueText(`before ${trial}`);
+      await addOk(reader, addBody(userId, `ryw-user-${trial}-before`, [before]));
+      expect(hitsOf(await search(reader, userId, before), before)).toHaveLength(1);
+      const deleted = await send(`${writer.url}/users/${userId}`, { method: 'DELETE' });
+      expect(deleted.status, deleted.text).toBe(200);
+      expect(deleted.body).toEqual({ deleted_user: userId, deleted: 1 });
+      if ((await search(reader, userId, before)).length !== 0) misses.push(`search after delete ${trial}`);
+      // Written again through the replica that deleted, read on the one that had cached the old user.
+      const after = uniqueText(`after ${trial}`);
+      await addOk(writer, addBody(userId, `ryw-user-${trial}-after`, [after]));
+      const hits = await search(reader, userId, `${before} ${after}`);
+      if (hits.length !== 1 || hitsOf(hits, after).length !== 1) misses.push(`search after rewrite ${trial}: ${hits.map((hit) => hit.content).join(' | ')}`);
+      await send(`${reader.url}/users/${userId}`, { method: 'DELETE' });
+    }
+    expect(misses).toEqual([]);
+  });
+});

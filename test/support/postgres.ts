@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { register } from '../helper.js';
+
+/**
+ * Databases for the PostgreSQL suites, on the run's server (started by
+ * `postgres-global-setup.ts`, or `MEMORYPOOL_TEST_DATABASE_URL`). Each is new and empty, so suites
+ * running at once never see each other's rows.
+ */
+
+export interface TestDatabase {
+  readonly url: string;
+  readonly name: string;
+  /** Drops the database, disconnecting whoever is still connected. */
+  drop(): Promise<void>;
+}
+
+/** A new, empty database; the caller drops it (use `freshDatabase` inside a test). */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = inject('postgresUrl');
+  const name = `memorypool_test_${randomBytes(6).toString('hex')}`;
+  await adminQuery(serverUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: () => adminQuery(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
+  };
+}
+
+/** A new, empty database, dropped after the current test. */
+export async function freshDatabase(): Promise<string> {
+  const database = await createTestDatabase();
+  register(database.drop);
+  return database.url;
+}
+
+/** Runs queries on a database of the run's server, on a connection of its own. */
+export async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function adminQuery(serverUrl: string, sql: string): Promise<void> {
+  await withClient(serverUrl, async (client) => {
+    await client.query(sql);
+  });
+}
