@@ -10,6 +10,7 @@ import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import type { PreparedText } from '../retrieval/user-corpus.js';
 import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
+import { PostgresStore } from '../store/postgres-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, publicMemory, unitText } from './memory-records.js';
@@ -28,9 +29,11 @@ import type {
 const INDEX_FLUSH_DELAY_MS = 2_000;
 
 export interface MemoryServiceOptions {
-  /** The JSONL data directory; ignored when `store` is given. */
+  /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
   dataDir?: string;
-  /** The store to use (PostgreSQL); default: a JSONL store on `dataDir`. */
+  /** A postgres:// URL: PostgreSQL holds the memories, shared with any other replica on it. */
+  databaseUrl?: string;
+  /** A store built by the caller (tests); overrides both of the above. */
   store?: MemoryStore;
   embedder: Embedder;
   logger?: Logger;
@@ -95,8 +98,7 @@ export class MemoryService {
   private constructor(options: MemoryServiceOptions) {
     this.embedder = options.embedder;
     this.logger = options.logger ?? silentLogger();
-    if (!options.store && options.dataDir === undefined) throw new Error('MemoryService needs a dataDir or a store');
-    this.store = options.store ?? new JsonlMemoryStore(options.dataDir!, this.logger);
+    this.store = options.store ?? openStore(options, this.logger);
     this.weights = resolveWeights(options.weights);
     this.preload = options.preload ?? true;
     this.lifecycle = new IndexLifecycle({
@@ -510,6 +512,12 @@ export class MemoryService {
       }
     }
   }
+}
+
+function openStore(options: MemoryServiceOptions, logger: Logger): MemoryStore {
+  if (options.databaseUrl !== undefined) return new PostgresStore({ url: options.databaseUrl, logger });
+  if (options.dataDir === undefined) throw new Error('MemoryService needs a dataDir, a databaseUrl or a store');
+  return new JsonlMemoryStore(options.dataDir, logger);
 }
 
 function indexStats(state: UserState): PoolStats['per_user'][number]['index'] {

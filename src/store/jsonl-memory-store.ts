@@ -148,7 +148,7 @@ export class JsonlMemoryStore implements MemoryStore {
   private async readUser(userId: string): Promise<UserSnapshot> {
     const { records } = await this.files.load(userId);
     const head = this.heads.get(userId) ?? this.newHead(userId, records);
-    const units: StoredUnit[] = records.map(({ vec, ...record }) => ({ record, vector: vec === undefined ? null : decodeVector(vec) }));
+    const units: StoredUnit[] = records.map(({ vec, batch: _batch, ...record }) => ({ record, vector: vec === undefined ? null : decodeVector(vec) }));
     return { version: head.version, units };
   }
 
