@@ -224,12 +224,18 @@ export class PostgresStore implements MemoryStore {
       throw databaseError(error);
     }
     let broken: unknown;
+    // A checked-out client reports a dropped connection as an 'error' event: unheard, it would end the process.
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    client.on('error', onError);
     try {
       return await work(client);
     } catch (error) {
-      broken = error;
+      broken ??= error;
       throw databaseError(error);
     } finally {
+      client.off('error', onError);
       // A connection that failed mid-transaction is discarded, not returned to the pool.
       client.release(broken instanceof Error && isConnectionError(broken) ? broken : undefined);
     }
