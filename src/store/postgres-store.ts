@@ -91,9 +91,9 @@ export class PostgresStore implements MemoryStore {
     return rows.map((row) => row.user_id);
   }
 
-  async memoryCounts(): Promise<Map<string, number>> {
-    const { rows } = await this.query<{ user_id: string; memory_count: string }>('SELECT user_id, memory_count FROM users WHERE memory_count > 0');
-    return new Map(rows.map((row) => [row.user_id, Number(row.memory_count)]));
+  async countMemories(): Promise<number> {
+    const { rows } = await this.query<{ total: string }>('SELECT coalesce(sum(memory_count), 0) AS total FROM users');
+    return Number(rows[0].total);
   }
 
   async storedBytes(userId: string): Promise<number> {

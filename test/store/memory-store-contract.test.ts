@@ -108,6 +108,7 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
 
   it('moves the version on every append and delete, reports the one before, and leaves it on a write that changes nothing', async () => {
     const { store } = await open();
+    expect(await store.countMemories()).toBe(0);
     expect(await store.version('nobody')).toBe(0);
     expect(await store.load('nobody')).toEqual({ version: 0, units: [] });
     const a = (await store.append('u', [draft('u', 'a')]))!;
@@ -163,7 +164,7 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
     expect(again).not.toBeNull();
     expect(again.version).not.toBe(before);
     expect(await store.listUsers()).toEqual(['gone', 'kept']);
-    expect(await store.memoryCounts()).toEqual(new Map([['gone', 1], ['kept', 1]]));
+    expect(await store.countMemories()).toBe(2);
   });
 
   it('replaces vectors after a model change without moving the version', async () => {
