@@ -65,6 +65,8 @@ export interface PoolStats {
   count: number;
   users: number;
   embedder: { model: string; dimensions: number };
+  /** This replica's in-memory users: how many, their estimated size and the budget (null: none). */
+  cache: { users: number; estimated_bytes: number; budget_bytes: number | null };
   per_user: Array<{
     user_id: string;
     count: number;
@@ -421,6 +423,7 @@ export class MemoryService {
       count,
       users: perUser.length,
       embedder: { model: this.embedder.modelId, dimensions: this.embedder.dimensions },
+      cache: this.cacheStats(),
       per_user: perUser,
     };
   }
@@ -436,6 +439,10 @@ export class MemoryService {
       await this.lifecycle.flush(state).catch((error) => this.logger.error({ err: errorMessage(error) }, 'index flush failed at close'));
     }
     await this.store.close();
+  }
+
+  cacheStats(): PoolStats['cache'] {
+    return { users: this.cache.loaded.length, estimated_bytes: this.cache.estimatedBytes, budget_bytes: this.cache.budgetBytes ?? null };
   }
 
   get isClosing(): boolean {

@@ -41,6 +41,10 @@ export class UserCache {
     this.store = options.store;
   }
 
+  get budgetBytes(): number | undefined {
+    return this.options.budgetBytes;
+  }
+
   get loaded(): UserState[] {
     return [...this.states.values()];
   }
