@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,28 +11,18 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const cli = path.join(root, 'src/cli/memorypool.ts');
 
 /** The real command (through tsx) with the test embedder; stdout parsed as JSON. */
-function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; json: any; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, '--json', ...args], {
-      cwd: root,
-      env: { ...process.env, MEMORYPOOL_EMBEDDER: 'hash', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, json, stderr });
-    });
-  });
+async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; json: any; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--json', ...args], { cwd: root, env: { ...process.env, MEMORYPOOL_EMBEDDER: 'hash', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const closed = once(child, 'close');
+  const [stdout, stderr] = await Promise.all([text(child.stdout), text(child.stderr)]);
+  const [code] = (await closed) as [number | null];
+  return { code, json: stdout.trim() === '' ? undefined : JSON.parse(stdout), stderr };
+}
+
+async function text(stream: NodeJS.ReadableStream): Promise<string> {
+  let out = '';
+  for await (const chunk of stream) out += chunk;
+  return out;
 }
 
 describe('moving a pool from the JSONL store to PostgreSQL', () => {
