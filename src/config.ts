@@ -28,6 +28,10 @@ const configSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Purge memories ingested more than this many days ago (off when unset). */
   retentionDays: z.coerce.number().positive().optional(),
+  /** A postgres:// URL: memories live in PostgreSQL (shared by replicas) instead of the data directory. */
+  databaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL').optional(),
+  /** Memory budget (MiB) for the users held in memory; least recently used users are evicted past it. Unset: no limit. */
+  cacheMb: z.coerce.number().positive().optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -49,6 +53,8 @@ const ENV_NAMES: Record<keyof Config, string> = {
   bodyLimit: 'MEMORYPOOL_BODY_LIMIT',
   logLevel: 'MEMORYPOOL_LOG_LEVEL',
   retentionDays: 'MEMORYPOOL_RETENTION_DAYS',
+  databaseUrl: 'MEMORYPOOL_DATABASE_URL',
+  cacheMb: 'MEMORYPOOL_CACHE_MB',
 };
 
 export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {

@@ -17,7 +17,14 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const logger = createLogger(config.logLevel);
   const authenticator = Authenticator.fromConfig(config);
   const embedder = createEmbedder(config);
-  const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: true });
+  const service = await MemoryService.open({
+    dataDir: config.dataDir,
+    databaseUrl: config.databaseUrl,
+    cacheBytes: config.cacheMb === undefined ? undefined : config.cacheMb * 1024 * 1024,
+    embedder,
+    logger,
+    preload: true,
+  });
   const app = await buildApp({ service, authenticator, logger, topKMax: config.topKMax, bodyLimit: config.bodyLimit });
   const url = await app.listen({ host: config.host, port: config.port });
   logger.info({ url, data_dir: service.dataDir, memories: service.count, embedder: embedder.modelId }, 'memorypool listening');

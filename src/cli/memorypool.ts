@@ -18,6 +18,7 @@ import { exportPool, importPool } from './transfer.js';
 
 interface GlobalOptions {
   dataDir?: string;
+  databaseUrl?: string;
   json?: boolean;
   embedder?: 'onnx' | 'hash' | 'http';
 }
@@ -26,6 +27,7 @@ const program = new Command()
   .name('memorypool')
   .description('Long-term memory for AI agents: store, search and manage memories (JSON on stdout).\nWith no command and a BIT payload on stdin ({tool_id, tool, invoked_by, params}), runs it like POST /invoke.')
   .option('--data-dir <dir>', 'data directory (env MEMORYPOOL_DATA_DIR, default ~/.memorypool)')
+  .option('--database-url <url>', 'keep memories in PostgreSQL instead (postgres://...; env MEMORYPOOL_DATABASE_URL)')
   .option('--json', 'compact JSON output (one line)')
   .addOption(new Option('--embedder <kind>', 'embedder (env MEMORYPOOL_EMBEDDER)').choices(['onnx', 'hash', 'http']))
   .showHelpAfterError();
@@ -38,8 +40,9 @@ program
   .option('--token <token>', 'require this token on every route but /health (env MEMORYPOOL_TOKEN)')
   .option('--tokens-file <file>', 'JSON file of tokens scoped to user-id prefixes')
   .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
-  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string }) => {
-    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays });
+  .option('--cache-mb <mib>', 'memory budget for the users held in memory (env MEMORYPOOL_CACHE_MB)')
+  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string }) => {
+    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb });
     await startServer(config, { handleSignals: true });
   });
 
@@ -143,7 +146,7 @@ program
 
 function globalConfig(): Partial<ConfigInput> {
   const options = program.opts<GlobalOptions>();
-  return { dataDir: options.dataDir, embedder: options.embedder };
+  return { dataDir: options.dataDir, databaseUrl: options.databaseUrl, embedder: options.embedder };
 }
 
 async function runAction(params: Record<string, unknown>): Promise<void> {
@@ -159,7 +162,7 @@ async function withService(work: (service: MemoryService) => Promise<unknown>): 
   const config = loadConfig(globalConfig());
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
   const embedder = createEmbedder(config);
-  const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: false, indexFlushDelayMs: 0 });
+  const service = await MemoryService.open({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, embedder, logger, preload: false, indexFlushDelayMs: 0 });
   try {
     const result = await work(service);
     if (result !== undefined) printJson(result);

@@ -14,7 +14,7 @@ import { parseOr400 } from './validation.js';
 
 /** The MemoryPool protocol: /health, /mem, /invoke, plus deleting a user's data for good. */
 export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemoryService): void {
-  app.get('/health', async () => ({ ok: true, service: 'memorypool', count: service.count }));
+  app.get('/health', async () => ({ ok: true, service: 'memorypool', count: await service.memoryCount() }));
 
   app.post('/mem', async (request, reply) => {
     const input = parseOr400(addParamsSchema, request.body ?? {});

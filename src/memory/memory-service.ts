@@ -10,6 +10,7 @@ import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import type { PreparedText } from '../retrieval/user-corpus.js';
 import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
+import { PostgresStore } from '../store/postgres-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, publicMemory, unitText } from './memory-records.js';
@@ -28,9 +29,11 @@ import type {
 const INDEX_FLUSH_DELAY_MS = 2_000;
 
 export interface MemoryServiceOptions {
-  /** The JSONL data directory; ignored when `store` is given. */
+  /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
   dataDir?: string;
-  /** The store to use (PostgreSQL); default: a JSONL store on `dataDir`. */
+  /** A postgres:// URL: PostgreSQL holds the memories, shared with any other replica on it. */
+  databaseUrl?: string;
+  /** A store built by the caller (tests); overrides both of the above. */
   store?: MemoryStore;
   embedder: Embedder;
   logger?: Logger;
@@ -62,6 +65,8 @@ export interface PoolStats {
   count: number;
   users: number;
   embedder: { model: string; dimensions: number };
+  /** This replica's in-memory users: how many, their estimated size and the budget (null: none). */
+  cache: { users: number; estimated_bytes: number; budget_bytes: number | null };
   per_user: Array<{
     user_id: string;
     count: number;
@@ -88,15 +93,16 @@ export class MemoryService {
   private readonly pendingAdds = new Map<string, Promise<AddOutcome>>();
   private readonly preload: boolean;
   private inFlight = 0;
-  private backgroundIndexing: Promise<void> = Promise.resolve();
+  /** Memories stored, as of the last count plus this service's own writes since. */
+  private total = 0;
+  private background: Promise<void> = Promise.resolve();
   private drained: (() => void) | null = null;
   private closing = false;
 
   private constructor(options: MemoryServiceOptions) {
     this.embedder = options.embedder;
     this.logger = options.logger ?? silentLogger();
-    if (!options.store && options.dataDir === undefined) throw new Error('MemoryService needs a dataDir or a store');
-    this.store = options.store ?? new JsonlMemoryStore(options.dataDir!, this.logger);
+    this.store = options.store ?? openStore(options, this.logger);
     this.weights = resolveWeights(options.weights);
     this.preload = options.preload ?? true;
     this.lifecycle = new IndexLifecycle({
@@ -122,13 +128,28 @@ export class MemoryService {
     const service = new MemoryService(options);
     await service.store.init();
     await service.embedder.ready();
-    if (service.preload) {
-      for (const userId of await service.store.listUsers()) await service.cache.get(userId);
-      // Indexes are read, checked and rebuilt where needed after the start, not before it:
-      // searches score exhaustively until a user's index is complete.
-      service.backgroundIndexing = service.lifecycle.attachAll(service.cache.loaded);
-    }
+    // A count without parsing (JSONL: a newline scan; PostgreSQL: one query), kept by this service's writes after.
+    service.total = await service.store.countMemories();
+    // Serving starts at once: users load on first use, and in the background otherwise.
+    if (service.preload) service.background = service.warmUp();
     return service;
+  }
+
+  /**
+   * Loads users (up to the cache budget) and checks their index caches, one user at a time:
+   * searches score exhaustively until a user's index is complete, and a user a request needs
+   * first is loaded by that request.
+   */
+  private async warmUp(): Promise<void> {
+    try {
+      for (const userId of await this.store.listUsers()) {
+        if (this.closing || this.cache.full) return;
+        const state = await this.cache.get(userId);
+        await this.lifecycle.attachAll([state]);
+      }
+    } catch (error) {
+      this.logger.error({ err: errorMessage(error) }, 'loading users in the background failed; they load on first use');
+    }
   }
 
   /** Where the data lives (a directory, or the database URL without its password). */
@@ -136,11 +157,15 @@ export class MemoryService {
     return this.store.location;
   }
 
-  /** Memories held in loaded users (all users when preloaded). */
+  /** Memories stored in all, every user loaded or not, other replicas' writes included. */
+  async memoryCount(): Promise<number> {
+    this.total = await this.store.countMemories();
+    return this.total;
+  }
+
+  /** Memories stored, as this service last knew it (exact for a JSONL pool, which has one writer). */
   get count(): number {
-    let total = 0;
-    for (const state of this.cache.loaded) total += state.records.size;
-    return total;
+    return this.total;
   }
 
   async addMemory(input: NewMemory): Promise<Memory> {
@@ -163,6 +188,7 @@ export class MemoryService {
       };
       return this.underLock(input.userId, async (state) => {
         const result = (await this.store.append(input.userId, [draft]))!;
+        this.total += 1;
         this.cache.applyAppend(state, result, [vector]);
         return publicMemory(result.records[0]);
       });
@@ -258,6 +284,7 @@ export class MemoryService {
       await this.underLock(userId, async (current) => {
         const result = await this.store.remove(userId, [id]);
         if (result.removed.length === 0) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+        this.total -= 1;
         this.cache.applyRemove(current, result);
       });
     });
@@ -270,6 +297,7 @@ export class MemoryService {
         userId,
         async (state) => {
           const count = await this.store.deleteUser(userId);
+          this.total = Math.max(0, this.total - count);
           this.cache.retire(state);
           return count;
         },
@@ -330,6 +358,7 @@ export class MemoryService {
               .filter((record) => !current.records.has(record.id))
               .map(({ vec, model: _model, ...memory }) => ({ record: { ...memory, model: this.embedder.modelId }, vector: vectorById.get(memory.id) ?? decodeVector(vec!) }));
             const result = (await this.store.append(userId, drafts))!;
+            this.total += drafts.length;
             this.cache.applyAppend(current, result, drafts.map(({ vector }) => vector));
             imported += drafts.length;
           });
@@ -348,7 +377,9 @@ export class MemoryService {
       for (const userId of await this.store.listUsers()) {
         if (!this.cache.peek(userId)) {
           // Not cached here: the store alone; a replica holding the user sees the new version.
-          purged += (await this.store.removeOlderThan(userId, cutoffMs)).removed.length;
+          const removed = (await this.store.removeOlderThan(userId, cutoffMs)).removed.length;
+          this.total -= removed;
+          purged += removed;
           continue;
         }
         await this.underLock(
@@ -356,6 +387,7 @@ export class MemoryService {
           async (state) => {
             const result = await this.store.removeOlderThan(userId, cutoffMs);
             this.cache.applyRemove(state, result);
+            this.total -= result.removed.length;
             purged += result.removed.length;
           },
           { attachIndex: false },
@@ -391,6 +423,7 @@ export class MemoryService {
       count,
       users: perUser.length,
       embedder: { model: this.embedder.modelId, dimensions: this.embedder.dimensions },
+      cache: this.cacheStats(),
       per_user: perUser,
     };
   }
@@ -400,7 +433,7 @@ export class MemoryService {
     this.closing = true;
     this.lifecycle.closing = true;
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
-    await this.backgroundIndexing;
+    await this.background;
     await this.cache.evictionsSettled();
     for (const state of this.cache.loaded) {
       await this.lifecycle.flush(state).catch((error) => this.logger.error({ err: errorMessage(error) }, 'index flush failed at close'));
@@ -408,13 +441,17 @@ export class MemoryService {
     await this.store.close();
   }
 
+  cacheStats(): PoolStats['cache'] {
+    return { users: this.cache.loaded.length, estimated_bytes: this.cache.estimatedBytes, budget_bytes: this.cache.budgetBytes ?? null };
+  }
+
   get isClosing(): boolean {
     return this.closing;
   }
 
-  /** Resolves once every loaded user's HNSW index is attached and complete (the start's background work). */
+  /** Resolves once the start's background loading is done and every loaded user's HNSW index is complete. */
   async indexesReady(): Promise<void> {
-    await this.backgroundIndexing;
+    await this.background;
     await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
   }
 
@@ -462,6 +499,7 @@ export class MemoryService {
         state.requestIds.add(input.requestId);
         return { stored: false, units: 0 };
       }
+      this.total += result.records.length;
       this.cache.applyAppend(state, result, vectors);
       return { stored: true, units: result.records.length };
     });
@@ -510,6 +548,12 @@ export class MemoryService {
       }
     }
   }
+}
+
+function openStore(options: MemoryServiceOptions, logger: Logger): MemoryStore {
+  if (options.databaseUrl !== undefined) return new PostgresStore({ url: options.databaseUrl, logger });
+  if (options.dataDir === undefined) throw new Error('MemoryService needs a dataDir, a databaseUrl or a store');
+  return new JsonlMemoryStore(options.dataDir, logger);
 }
 
 function indexStats(state: UserState): PoolStats['per_user'][number]['index'] {

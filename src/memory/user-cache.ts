@@ -33,10 +33,16 @@ export class UserCache {
   private readonly states = new Map<string, UserState>();
   private readonly loading = new Map<string, Promise<UserState>>();
   private readonly evictions = new Set<Promise<void>>();
+  /** The sum of the cached users' `cacheBytes`. */
+  private bytes = 0;
 
   constructor(options: UserCacheOptions) {
     this.options = options;
     this.store = options.store;
+  }
+
+  get budgetBytes(): number | undefined {
+    return this.options.budgetBytes;
   }
 
   get loaded(): UserState[] {
@@ -84,6 +90,7 @@ export class UserCache {
     admitUnits(state, result.records.map((record, i) => ({ record, vector: vectors[i] })));
     state.version = result.version;
     this.options.lifecycle.markDirty(state);
+    this.resize(state);
     this.enforceBudget(state);
   }
 
@@ -96,6 +103,7 @@ export class UserCache {
     dropUnits(state, result.removed);
     state.version = result.version;
     this.options.lifecycle.markDirty(state);
+    this.resize(state);
   }
 
   /** Takes a user out of the cache (deleted, or reloaded); a writer holding the state starts over. */
@@ -103,7 +111,7 @@ export class UserCache {
     state.retired = true;
     if (state.flushTimer) clearTimeout(state.flushTimer);
     state.flushTimer = null;
-    if (this.states.get(state.userId) === state) this.states.delete(state.userId);
+    this.forget(state);
   }
 
   /** Estimated bytes a user takes in memory: texts (UTF-16 plus analyzer terms), vectors, graph. */
@@ -114,10 +122,28 @@ export class UserCache {
     return state.textChars * 6 + units * (vectorBytes + UNIT_OVERHEAD_BYTES) + graph;
   }
 
+  /** Whether the loaded users fill the budget (a background load stops there). */
+  get full(): boolean {
+    return this.options.budgetBytes !== undefined && this.estimatedBytes >= this.options.budgetBytes;
+  }
+
   get estimatedBytes(): number {
-    let total = 0;
-    for (const state of this.states.values()) total += this.sizeOf(state);
-    return total;
+    return this.bytes;
+  }
+
+  /** Measures a cached user again after it changed. */
+  private resize(state: UserState): void {
+    if (this.states.get(state.userId) !== state) return;
+    const size = this.sizeOf(state);
+    this.bytes += size - state.cacheBytes;
+    state.cacheBytes = size;
+  }
+
+  private forget(state: UserState): void {
+    if (this.states.get(state.userId) !== state) return;
+    this.states.delete(state.userId);
+    this.bytes -= state.cacheBytes;
+    state.cacheBytes = 0;
   }
 
   private async refreshLocked(state: UserState): Promise<UserState | null> {
@@ -129,6 +155,7 @@ export class UserCache {
       admitUnits(state, changes.units.map(({ record, vector }) => ({ record, vector: vector! })));
       state.version = changes.version;
       if (changes.units.length > 0) this.options.lifecycle.markDirty(state);
+      this.resize(state);
       this.enforceBudget(state);
       return state;
     }
@@ -153,6 +180,7 @@ export class UserCache {
     admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })));
     this.states.set(userId, state);
     await this.options.lifecycle.attachIfSearched(state);
+    this.resize(state);
     this.enforceBudget(state);
     return state;
   }
@@ -171,18 +199,16 @@ export class UserCache {
   private enforceBudget(keep: UserState): void {
     const budget = this.options.budgetBytes;
     if (budget === undefined) return;
-    let total = this.estimatedBytes;
-    for (const state of [...this.states.values()]) {
-      if (total <= budget) return;
+    for (const state of this.states.values()) {
+      if (this.bytes <= budget) return;
       if (state === keep || state.lock.busy) continue;
-      total -= this.sizeOf(state);
       this.evict(state);
     }
   }
 
   /** Writes a pending index cache first: an evicted user comes back without a rebuild. */
   private evict(state: UserState): void {
-    this.states.delete(state.userId);
+    this.forget(state);
     const eviction = state.lock
       .run(async () => {
         await this.options.lifecycle.flushLocked(state);

@@ -17,6 +17,8 @@ export interface UserState {
   version: number;
   /** Characters of memory text held, for the cache's size estimate. */
   textChars: number;
+  /** This user's share of the cache's estimate when last measured (0 outside the cache). */
+  cacheBytes: number;
   indexDirty: boolean;
   flushTimer: NodeJS.Timeout | null;
   /** Set when the state left the cache (user deleted, evicted, reloaded); a writer holding it starts over. */
@@ -38,6 +40,7 @@ export function emptyUserState(userId: string, version: number): UserState {
     nextSeq: 0,
     version,
     textChars: 0,
+    cacheBytes: 0,
     indexDirty: false,
     flushTimer: null,
     retired: false,

@@ -23,6 +23,10 @@ export class JsonlMemoryStore implements MemoryStore {
   readonly files: JsonlStore;
   private readonly heads = new Map<string, Head>();
   private readonly queues = new Map<string, Promise<unknown>>();
+  /** Line counts of users whose head is not known (counted without parsing, for the pool's total). */
+  private readonly lineCounts = new Map<string, number>();
+  /** The users on disk, read once: this process is the directory's only writer. */
+  private users: Set<string> | null = null;
   private clock = 0;
 
   constructor(dataDir: string, logger: Logger) {
@@ -45,14 +49,24 @@ export class JsonlMemoryStore implements MemoryStore {
     await Promise.all([...this.queues.values()].map((queued) => queued.catch(() => undefined)));
   }
 
-  listUsers(): Promise<string[]> {
-    return this.files.listUsers();
+  async listUsers(): Promise<string[]> {
+    this.users ??= new Set(await this.files.listUsers());
+    return [...this.users].sort();
   }
 
-  async memoryCounts(): Promise<Map<string, number>> {
-    const counts = new Map<string, number>();
-    for (const userId of await this.listUsers()) counts.set(userId, await this.files.countRecords(userId));
-    return counts;
+  async countMemories(): Promise<number> {
+    let total = 0;
+    for (const userId of await this.listUsers()) {
+      const head = this.heads.get(userId);
+      if (head) {
+        total += head.count;
+        continue;
+      }
+      let lines = this.lineCounts.get(userId);
+      if (lines === undefined) this.lineCounts.set(userId, (lines = await this.files.countRecords(userId)));
+      total += lines;
+    }
+    return total;
   }
 
   async storedBytes(userId: string): Promise<number> {
@@ -92,6 +106,7 @@ export class JsonlMemoryStore implements MemoryStore {
       await this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) })));
       head.nextSeq += records.length;
       head.count += records.length;
+      this.users?.add(userId);
       if (options.requestId !== undefined) head.requestIds.add(options.requestId);
       head.version = ++this.clock;
       return { records: records.map(({ batch: _batch, ...record }) => record), previousVersion, version: head.version };
@@ -112,6 +127,8 @@ export class JsonlMemoryStore implements MemoryStore {
       const { units } = await this.readUser(userId);
       await this.files.deleteUser(userId);
       this.heads.delete(userId);
+      this.lineCounts.delete(userId);
+      this.users?.delete(userId);
       return units.length;
     });
   }
@@ -148,7 +165,7 @@ export class JsonlMemoryStore implements MemoryStore {
   private async readUser(userId: string): Promise<UserSnapshot> {
     const { records } = await this.files.load(userId);
     const head = this.heads.get(userId) ?? this.newHead(userId, records);
-    const units: StoredUnit[] = records.map(({ vec, ...record }) => ({ record, vector: vec === undefined ? null : decodeVector(vec) }));
+    const units: StoredUnit[] = records.map(({ vec, batch: _batch, ...record }) => ({ record, vector: vec === undefined ? null : decodeVector(vec) }));
     return { version: head.version, units };
   }
 

@@ -21,14 +21,14 @@ export interface MemoryStore {
 
   /** Every user with something stored (or a folder / row left behind), sorted. */
   listUsers(): Promise<string[]>;
-  /** Memories stored per user (users with none may be absent). */
-  memoryCounts(): Promise<Map<string, number>>;
+  /** Memories stored in all, without loading any user into a cache. */
+  countMemories(): Promise<number>;
   /** Bytes the user's memories take in storage (files, or table rows). */
   storedBytes(userId: string): Promise<number>;
 
   /** A user's memories in stored order with their vectors; version 0 and no units for an unknown user. */
   load(userId: string): Promise<UserSnapshot>;
-  /** The user's high-water mark: changes on every append and delete; 0 when nothing is stored. */
+  /** The user's high-water mark: changes on every append and delete, never repeats; 0 for a user never written. */
   version(userId: string): Promise<number>;
   /** Memories with `seq >= fromSeq`, the current version and the current count, read at one instant. */
   changesSince(userId: string, fromSeq: number): Promise<UserChanges>;

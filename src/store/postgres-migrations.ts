@@ -1,0 +1,62 @@
+/**
+ * The PostgreSQL schema, as versioned migrations applied in order by `PostgresStore.init` under
+ * an advisory lock (so replicas starting at once do not race). Append new versions; never edit
+ * an applied one.
+ *
+ * Every table is keyed and hash-partitioned by `user_id`, and every query the service makes
+ * names one `user_id`, so the schema can be distributed on Citus with `user_id` as the
+ * distribution column (README, "Running several replicas").
+ */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Hash partitions per table: enough to keep each partition's indexes small, few enough to plan fast. */
+const PARTITIONS = 16;
+
+function hashPartitions(table: string): string {
+  return Array.from({ length: PARTITIONS }, (_, i) => `CREATE TABLE ${table}_p${i} PARTITION OF ${table} FOR VALUES WITH (MODULUS ${PARTITIONS}, REMAINDER ${i});`).join('\n');
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: 'users, memories and add requests, hash-partitioned by user_id',
+    sql: `
+-- One row per user ever written: the seq counter, the version (high-water mark: +1 on every
+-- append or delete, never reused: a deleted user keeps its row with memory_count 0) and the count.
+CREATE TABLE users (
+  user_id text NOT NULL,
+  next_seq bigint NOT NULL DEFAULT 0,
+  version bigint NOT NULL DEFAULT 0,
+  memory_count bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (user_id)
+) PARTITION BY HASH (user_id);
+${hashPartitions('users')}
+
+-- The memories; record holds the memory's other fields as the doors return them.
+CREATE TABLE memories (
+  user_id text NOT NULL,
+  seq bigint NOT NULL,
+  id text NOT NULL,
+  created_at timestamptz NOT NULL,
+  record jsonb NOT NULL,
+  vector bytea NOT NULL,
+  model text NOT NULL,
+  PRIMARY KEY (user_id, seq),
+  UNIQUE (user_id, id)
+) PARTITION BY HASH (user_id);
+${hashPartitions('memories')}
+
+-- Idempotency of the platform's Add: inserted in the Add's own transaction, first write wins.
+CREATE TABLE add_requests (
+  user_id text NOT NULL,
+  request_id text NOT NULL,
+  PRIMARY KEY (user_id, request_id)
+) PARTITION BY HASH (user_id);
+${hashPartitions('add_requests')}
+`,
+  },
+];

@@ -1,0 +1,312 @@
+import pg from 'pg';
+import { createError, isAppError, type AppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UserChanges, UserSnapshot } from './memory-store.js';
+import { MIGRATIONS } from './postgres-migrations.js';
+import type { StoredRecord } from './stored-record.js';
+
+/** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
+const MIGRATION_LOCK_KEY = 0x6d656d70; // "memp"
+const CONNECT_TIMEOUT_MS = 3_000;
+/** A statement that takes longer than this is abandoned (the request answers 503). */
+const STATEMENT_TIMEOUT_MS = 15_000;
+
+export interface PostgresStoreOptions {
+  url: string;
+  logger: Logger;
+  /** Connections per replica. */
+  poolSize?: number;
+}
+
+/** A row of `memories` as the service reads it. */
+interface MemoryRow {
+  seq: string;
+  id: string;
+  record: Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'>;
+  vector: Buffer;
+  model: string;
+}
+
+/**
+ * The store contract on PostgreSQL, the source of truth shared by every replica. Each write is
+ * one short transaction that locks the user's row in `users` (so a user's seqs are assigned in
+ * commit order and the version moves by one per write); the Add's request id is inserted in the
+ * same transaction under a unique key, so of two replicas racing the same Add the first wins.
+ * Every statement names one user_id. Connection failures become STORAGE_UNAVAILABLE (503 with
+ * retry-after); the pool reconnects by itself when the database is back.
+ */
+export class PostgresStore implements MemoryStore {
+  readonly kind = 'postgres';
+  readonly location: string;
+  readonly indexCache = null;
+  private readonly pool: pg.Pool;
+  private readonly logger: Logger;
+
+  constructor(options: PostgresStoreOptions) {
+    this.location = redactedUrl(options.url);
+    this.logger = options.logger;
+    this.pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      statement_timeout: STATEMENT_TIMEOUT_MS,
+      idleTimeoutMillis: 30_000,
+    });
+    // An idle connection dropped by the server (restart, failover) must not crash the process.
+    this.pool.on('error', (error) => this.logger.warn({ err: error.message }, 'PostgreSQL connection lost; reconnecting on the next query'));
+  }
+
+  /** Applies the migrations this database lacks, one replica at a time. */
+  async init(): Promise<void> {
+    await this.withClient(async (client) => {
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+      try {
+        await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
+        const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+        for (const migration of MIGRATIONS) {
+          if (applied.has(migration.version)) continue;
+          await client.query('BEGIN');
+          try {
+            await client.query(migration.sql);
+            await client.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+            await client.query('COMMIT');
+          } catch (error) {
+            await client.query('ROLLBACK').catch(() => undefined);
+            throw error;
+          }
+          this.logger.info({ version: migration.version, name: migration.name }, 'PostgreSQL schema migrated');
+        }
+      } finally {
+        await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  async listUsers(): Promise<string[]> {
+    const { rows } = await this.query<{ user_id: string }>('SELECT user_id FROM users WHERE memory_count > 0 ORDER BY user_id COLLATE "C"');
+    return rows.map((row) => row.user_id);
+  }
+
+  async countMemories(): Promise<number> {
+    const { rows } = await this.query<{ total: string }>('SELECT coalesce(sum(memory_count), 0) AS total FROM users');
+    return Number(rows[0].total);
+  }
+
+  async storedBytes(userId: string): Promise<number> {
+    const { rows } = await this.query<{ bytes: string }>('SELECT coalesce(sum(pg_column_size(m.*)), 0) AS bytes FROM memories m WHERE user_id = $1', [userId]);
+    return Number(rows[0].bytes);
+  }
+
+  async load(userId: string): Promise<UserSnapshot> {
+    const { version, units } = await this.changesSince(userId, 0);
+    return { version, units };
+  }
+
+  async version(userId: string): Promise<number> {
+    const { rows } = await this.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1', [userId]);
+    return rows.length === 0 ? 0 : Number(rows[0].version);
+  }
+
+  /** One statement, so the version, the count and the rows are of one snapshot. */
+  async changesSince(userId: string, fromSeq: number): Promise<UserChanges> {
+    const { rows } = await this.query<Partial<MemoryRow> & { version: string; memory_count: string }>(
+      `SELECT u.version, u.memory_count, m.seq, m.id, m.record, m.vector, m.model
+         FROM users u LEFT JOIN memories m ON m.user_id = u.user_id AND m.seq >= $2
+        WHERE u.user_id = $1
+        ORDER BY m.seq`,
+      [userId, fromSeq],
+    );
+    if (rows.length === 0) return { version: 0, count: 0, units: [] };
+    const units = rows.filter((row) => row.seq !== null && row.seq !== undefined).map((row) => storedUnit(userId, row as MemoryRow));
+    return { version: Number(rows[0].version), count: Number(rows[0].memory_count), units };
+  }
+
+  async hasRequest(userId: string, requestId: string): Promise<boolean> {
+    const { rowCount } = await this.query('SELECT 1 FROM add_requests WHERE user_id = $1 AND request_id = $2', [userId, requestId]);
+    return (rowCount ?? 0) > 0;
+  }
+
+  async append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string } = {}): Promise<AppendResult | null> {
+    return this.transaction(async (client) => {
+      if (options.requestId !== undefined) {
+        // Waits for a racing transaction holding the same key, then sees its commit: first write wins.
+        const claimed = await client.query('INSERT INTO add_requests (user_id, request_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [userId, options.requestId]);
+        if (claimed.rowCount === 0) return null;
+      }
+      const count = drafts.length;
+      const { rows } = await client.query<{ first_seq: string; version: string }>(
+        `INSERT INTO users AS u (user_id, next_seq, version, memory_count) VALUES ($1, $2, 1, $2)
+         ON CONFLICT (user_id) DO UPDATE SET next_seq = u.next_seq + $2, version = u.version + 1, memory_count = u.memory_count + $2
+         RETURNING u.next_seq - $2 AS first_seq, u.version`,
+        [userId, count],
+      );
+      const firstSeq = Number(rows[0].first_seq);
+      const version = Number(rows[0].version);
+      const records: StoredRecord[] = drafts.map(({ record }, i) => ({ ...record, seq: firstSeq + i }));
+      if (count > 0) {
+        await client.query(
+          `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
+           SELECT $1, $2::bigint + t.ord - 1, t.id, t.created_at::timestamptz, t.record::jsonb, t.vector, t.model
+             FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[]) WITH ORDINALITY AS t(id, created_at, record, vector, model, ord)`,
+          [
+            userId,
+            firstSeq,
+            records.map((record) => record.id),
+            records.map((record) => record.created_at),
+            records.map((record) => JSON.stringify(recordColumn(record))),
+            drafts.map(({ vector }) => vectorBytes(vector)),
+            records.map((record) => record.model ?? ''),
+          ],
+        );
+      }
+      return { records, previousVersion: version - 1, version };
+    });
+  }
+
+  remove(userId: string, ids: readonly string[]): Promise<RemoveResult> {
+    return this.removeWhere(userId, 'id = ANY($2::text[])', [ids]);
+  }
+
+  removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult> {
+    return this.removeWhere(userId, 'created_at < $2::timestamptz', [new Date(cutoffMs).toISOString()]);
+  }
+
+  async deleteUser(userId: string): Promise<number> {
+    return this.transaction(async (client) => {
+      // The row stays as a tombstone: its version moves on, so no replica mistakes a new user of this id for the old one.
+      const { rows } = await client.query<{ memory_count: string }>('SELECT memory_count FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      if (rows.length === 0) return 0;
+      await client.query('DELETE FROM memories WHERE user_id = $1', [userId]);
+      await client.query('DELETE FROM add_requests WHERE user_id = $1', [userId]);
+      await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userId]);
+      return Number(rows[0].memory_count);
+    });
+  }
+
+  async replaceVectors(userId: string, vectors: ReadonlyArray<{ id: string; vector: Float32Array; model: string }>): Promise<void> {
+    await this.query(
+      `UPDATE memories SET vector = t.vector, model = t.model
+         FROM unnest($2::text[], $3::bytea[], $4::text[]) AS t(id, vector, model)
+        WHERE memories.user_id = $1 AND memories.id = t.id`,
+      [userId, vectors.map((entry) => entry.id), vectors.map((entry) => vectorBytes(entry.vector)), vectors.map((entry) => entry.model)],
+    );
+  }
+
+  private async removeWhere(userId: string, condition: string, values: unknown[]): Promise<RemoveResult> {
+    return this.transaction(async (client) => {
+      const locked = await client.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      if (locked.rows.length === 0) return { removed: [], previousVersion: 0, version: 0 };
+      const previousVersion = Number(locked.rows[0].version);
+      const { rows } = await client.query<{ id: string; seq: string }>(`DELETE FROM memories WHERE user_id = $1 AND ${condition} RETURNING id, seq`, [userId, ...values]);
+      if (rows.length === 0) return { removed: [], previousVersion, version: previousVersion };
+      await client.query('UPDATE users SET version = version + 1, memory_count = memory_count - $2 WHERE user_id = $1', [userId, rows.length]);
+      return { removed: rows.map((row) => ({ id: row.id, seq: Number(row.seq) })), previousVersion, version: previousVersion + 1 };
+    });
+  }
+
+  private async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> {
+    try {
+      return await this.pool.query<R>(text, values);
+    } catch (error) {
+      throw databaseError(error);
+    }
+  }
+
+  private async withClient<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      throw databaseError(error);
+    }
+    let broken: unknown;
+    // A checked-out client reports a dropped connection as an 'error' event: unheard, it would end the process.
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    client.on('error', onError);
+    try {
+      return await work(client);
+    } catch (error) {
+      broken ??= error;
+      throw databaseError(error);
+    } finally {
+      client.off('error', onError);
+      // A connection that failed mid-transaction is discarded, not returned to the pool.
+      client.release(broken instanceof Error && isConnectionError(broken) ? broken : undefined);
+    }
+  }
+
+  /** One short transaction; the caller acknowledges only after COMMIT returned. */
+  private transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.withClient(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const result = await work(client);
+        if (result === null) await client.query('ROLLBACK');
+        else await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+}
+
+function storedUnit(userId: string, row: MemoryRow): StoredUnit {
+  const record = { ...row.record, id: row.id, user_id: userId, seq: Number(row.seq), model: row.model } as StoredRecord;
+  // Copy into an aligned buffer: the driver's Buffer may start at any offset of its pool.
+  const vector = new Float32Array(row.vector.byteLength / 4);
+  new Uint8Array(vector.buffer).set(row.vector);
+  return { record, vector };
+}
+
+/** What the `record` column holds: the memory's fields but those with columns of their own. */
+function recordColumn(record: StoredRecord): Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'> {
+  const { id: _id, user_id: _user, seq: _seq, model: _model, vec: _vec, batch: _batch, ...rest } = record;
+  return rest;
+}
+
+function vectorBytes(vector: Float32Array): Buffer {
+  return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
+}
+
+/** SQLSTATE classes of a database that is down, restarting or out of resources: worth a retry. */
+const RETRYABLE_SQLSTATE = /^(08|53|57|40)/;
+
+/**
+ * Whether the failure is the database being out of reach rather than a statement it refused:
+ * an error the server answered carries a SQLSTATE; one without it (refused, reset, timed out,
+ * terminated connection) never reached a verdict.
+ */
+function isConnectionError(error: Error): boolean {
+  if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) return false;
+  const code = (error as { code?: unknown }).code;
+  const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
+  return sqlstate === null || RETRYABLE_SQLSTATE.test(sqlstate);
+}
+
+function databaseError(error: unknown): AppError {
+  if (isAppError(error)) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof Error && isConnectionError(error)) {
+    return createError('STORAGE_UNAVAILABLE', `Storage is unavailable: PostgreSQL: ${message}`, { cause: error });
+  }
+  return createError('INTERNAL', `PostgreSQL: ${message}`, { cause: error });
+}
+
+/** The URL for logs: the password never appears. */
+export function redactedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password !== '') parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return 'postgres://(unparsable url)';
+  }
+}

@@ -1,0 +1,51 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../helper.js';
+import { freshDatabase } from '../support/postgres.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const cli = path.join(root, 'src/cli/memorypool.ts');
+
+/** The real command (through tsx) with the test embedder; stdout parsed as JSON. */
+async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; json: any; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--json', ...args], { cwd: root, env: { ...process.env, MEMORYPOOL_EMBEDDER: 'hash', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const closed = once(child, 'close');
+  const [stdout, stderr] = await Promise.all([text(child.stdout), text(child.stderr)]);
+  const [code] = (await closed) as [number | null];
+  return { code, json: stdout.trim() === '' ? undefined : JSON.parse(stdout), stderr };
+}
+
+async function text(stream: NodeJS.ReadableStream): Promise<string> {
+  let out = '';
+  for await (const chunk of stream) out += chunk;
+  return out;
+}
+
+describe('moving a pool from the JSONL store to PostgreSQL', () => {
+  it('exports from a data directory, imports with --database-url (repeatable), and the data commands then read PostgreSQL', async () => {
+    const dataDir = await tempDir();
+    const databaseUrl = await freshDatabase();
+    const file = path.join(await tempDir(), 'pool.jsonl');
+    const jsonl = ['--data-dir', dataDir];
+    expect((await run([...jsonl, 'add', 'The wifi password is hunter2', '--user', 'ana', '--tags', 'home'])).code).toBe(0);
+    expect((await run([...jsonl, 'add', 'Ben parks on level three', '--user', 'ben'])).code).toBe(0);
+    const exported = await run([...jsonl, 'export', '--out', file]);
+    expect(exported.json).toMatchObject({ exported: 2, users: 2 });
+    expect((await readFile(file, 'utf8')).trim().split('\n')).toHaveLength(2);
+
+    const imported = await run(['import', file, '--database-url', databaseUrl]);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(imported.json).toEqual({ imported: 2, skipped: 0, reembedded: 0 });
+    expect((await run(['import', file, '--database-url', databaseUrl])).json).toEqual({ imported: 0, skipped: 2, reembedded: 0 });
+
+    const searched = await run(['--database-url', databaseUrl, 'search', 'wifi password', '--user', 'ana']);
+    expect(searched.json[0]).toMatchObject({ text: 'The wifi password is hunter2', tags: ['home'] });
+    // The environment variable selects the store as well.
+    const stats = await run(['stats'], { MEMORYPOOL_DATABASE_URL: databaseUrl, MEMORYPOOL_DATA_DIR: await tempDir() });
+    expect(stats.json).toMatchObject({ count: 2, users: 2 });
+  });
+});

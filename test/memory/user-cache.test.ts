@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { openService, tempDir } from '../helper.js';
+
+const add = (userId: string, requestId: string, texts: string[]) => ({
+  requestId,
+  userId,
+  sessionId: 's1',
+  messages: texts.map((content, i) => ({ role: i % 2 ? 'Melanie' : 'Caroline', content, timestamp: 1683554160000 + i * 1000 })),
+});
+
+/** Twenty texts per user, each naming the user, so a search can tell whose memories it got. */
+function textsOf(user: number): string[] {
+  return Array.from({ length: 20 }, (_, i) => `user${user} note ${i}: the ${['kettle', 'lantern', 'harbour', 'violin'][i % 4]} of house ${user}`);
+}
+
+describe('the per-user cache', () => {
+  it('keeps the users in memory within the budget, evicting the least recently used, and reloads an evicted user on demand', async () => {
+    const dataDir = await tempDir();
+    const service = await openService({ dataDir, cacheBytes: 150_000 });
+    for (let user = 0; user < 30; user++) await service.addConversation(add(`u${user}`, `r${user}`, textsOf(user)));
+    const cache = service.cacheStats();
+    expect(cache.budget_bytes).toBe(150_000);
+    expect(cache.users).toBeGreaterThan(0);
+    expect(cache.users).toBeLessThan(30);
+    expect(cache.estimated_bytes).toBeLessThanOrEqual(150_000);
+    // Every user, evicted or not, answers from its own memories.
+    for (let user = 0; user < 30; user++) {
+      const hits = await service.search({ userId: `u${user}`, query: `harbour of house ${user}`, limit: 3 });
+      expect(hits.length).toBe(3);
+      expect(hits.every((hit) => hit.memory.user_id === `u${user}` && hit.memory.text.startsWith(`user${user} `))).toBe(true);
+    }
+    expect(service.cacheStats().estimated_bytes).toBeLessThanOrEqual(150_000);
+    expect(await service.memoryCount()).toBe(600);
+    const stats = await service.stats();
+    expect(stats.users).toBe(30);
+    expect(stats.count).toBe(600);
+    // A repeat of an Add whose user was evicted is still recognised.
+    expect(await service.addConversation(add('u0', 'r0', ['a different body']))).toEqual({ stored: false, units: 0 });
+  });
+
+  it('serves at once after a restart and counts every memory before any user is loaded', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir });
+    for (let user = 0; user < 5; user++) await first.addConversation(add(`u${user}`, `r${user}`, textsOf(user)));
+    await first.close();
+    const second = await openService({ dataDir, cacheBytes: 60_000 });
+    expect(second.count).toBe(100);
+    expect(await second.memoryCount()).toBe(100);
+    const hits = await second.search({ userId: 'u4', query: 'violin of house 4', limit: 1 });
+    expect(hits[0].memory.text).toContain('user4');
+    await second.indexesReady();
+    expect(second.cacheStats().estimated_bytes).toBeLessThanOrEqual(60_000 + 40_000);
+  });
+
+  it('an evicted user with writes in flight loses none of them', async () => {
+    const service = await openService({ dataDir: await tempDir(), cacheBytes: 30_000 });
+    const writes = [];
+    for (let round = 0; round < 5; round++) {
+      for (let user = 0; user < 8; user++) writes.push(service.addConversation(add(`u${user}`, `r${user}-${round}`, [`round ${round} of user ${user}`, `more of ${user} in ${round}`])));
+    }
+    await Promise.all(writes);
+    for (let user = 0; user < 8; user++) {
+      const listed = await service.list({ userId: `u${user}`, limit: 100 });
+      expect(listed).toHaveLength(10);
+    }
+  });
+});
