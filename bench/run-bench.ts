@@ -2,11 +2,13 @@
  * Load, latency and memory figures of the real server (bench/README.md says what each means).
  *
  *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--profile] [--keep]
+ *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
  *
  * Starts `node dist/src/main.js` on a loopback port with a temporary data directory, drives it
  * over HTTP, prints a JSON summary on stdout (progress goes to stderr) and writes it to
  * `<dir>/bench.json`. A missed target is a figure, not a failure: the exit code is 0 unless the
- * bench itself could not run.
+ * bench itself could not run. With `--replicas`, the scale-out figures instead (bench/replicas.ts),
+ * written to `<dir>/bench-replicas.json`.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -18,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { checkAdd, checkSearch, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
+import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
 import { addChunks, sessionAdds, strided, loadWorkload, type AddBody, type Conversation, type Workload } from './workload.js';
@@ -98,8 +101,13 @@ async function main(): Promise<void> {
       locomo: { type: 'string' },
       profile: { type: 'boolean', default: false },
       keep: { type: 'boolean', default: false },
+      replicas: { type: 'string' },
+      'database-url': { type: 'string' },
     },
   });
+  const replicas = values.replicas === undefined ? null : Number(values.replicas);
+  if (replicas !== null && (!Number.isInteger(replicas) || replicas < 1)) throw new Error(`--replicas: expected a positive integer, got ${values.replicas}`);
+  if (replicas === null && values['database-url'] !== undefined) throw new Error('--database-url needs --replicas <n>');
   const mode = values.quick ? 'quick' : 'full';
   const plan = PLANS[mode];
   const outDir = path.resolve(values.out ?? path.join(PACKAGE_ROOT, '.bench-out')); // git-ignored
@@ -117,7 +125,34 @@ async function main(): Promise<void> {
   const workload = await loadWorkload(locomo ?? DEFAULT_LOCOMO);
   progress(`${mode} run; texts: ${workload.source}${workload.path ? ` (${workload.path})` : ''}; data in ${workDir}; load ${loadAtStart[0].toFixed(2)}`);
 
+  const header = (command: string) => ({
+    mode,
+    command,
+    commit,
+    uncommitted_src_files: uncommittedSrcFiles,
+    started_at: startedAt,
+    duration_s: round((performance.now() - benchStarted) / 1000, 1),
+    machine: {
+      cpus: os.cpus().length,
+      cpu_model: os.cpus()[0]?.model ?? 'unknown',
+      memory_gb: round(os.totalmem() / 1024 ** 3, 1),
+      node: process.version,
+      load_avg_at_start: loadAtStart.map((value) => round(value, 2)),
+      load_avg_at_end: os.loadavg().map((value) => round(value, 2)),
+    },
+    texts: { source: workload.source, conversations: workload.conversations.length },
+  });
+
   try {
+    if (replicas !== null) {
+      const result = await runReplicaBench({ replicas, databaseUrl: values['database-url'], mode, workload, workDir, nodeArgs, progress, warn });
+      const command = `npm run bench -- --replicas ${replicas}${values['database-url'] ? ' --database-url <url>' : ''}${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const summary = { bench: 'memorypool-replicas', ...header(command), warnings, ...result };
+      await writeFile(path.join(outDir, 'bench-replicas.json'), JSON.stringify(summary, null, 2) + '\n');
+      process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+      progress(`done in ${summary.duration_s} s; ${result.targets.filter((entry) => entry.result === 'pass').length}/${result.targets.length} targets met; wrote ${path.join(outDir, 'bench-replicas.json')}`);
+      return;
+    }
     const addBodies = addChunks(workload, plan.addRequests, plan.addUsers);
     // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.
     const encoderBodies = strided(addBodies, ADD_CLIENTS);
@@ -161,21 +196,7 @@ async function main(): Promise<void> {
 
     const summary = {
       bench: 'memorypool',
-      mode,
-      command: `npm run bench --${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`,
-      commit,
-      uncommitted_src_files: uncommittedSrcFiles,
-      started_at: startedAt,
-      duration_s: round((performance.now() - benchStarted) / 1000, 1),
-      machine: {
-        cpus: os.cpus().length,
-        cpu_model: os.cpus()[0]?.model ?? 'unknown',
-        memory_gb: round(os.totalmem() / 1024 ** 3, 1),
-        node: process.version,
-        load_avg_at_start: loadAtStart.map((value) => round(value, 2)),
-        load_avg_at_end: os.loadavg().map((value) => round(value, 2)),
-      },
-      texts: { source: workload.source, conversations: workload.conversations.length },
+      ...header(`npm run bench --${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`),
       targets,
       warnings,
       add: {

@@ -151,7 +151,7 @@ export async function removeIndexCaches(dataDir: string, users: readonly string[
 }
 
 /** Fills `vector` with a uniformly random direction. */
-function randomUnitVector(vector: Float32Array, gaussian: () => number): Float32Array {
+export function randomUnitVector(vector: Float32Array, gaussian: () => number): Float32Array {
   const dimensions = vector.length;
   let squares = 0;
   for (let i = 0; i < dimensions; i++) {
@@ -165,7 +165,7 @@ function randomUnitVector(vector: Float32Array, gaussian: () => number): Float32
 }
 
 /** Standard normal draws (Box-Muller): uniform directions once normalised. */
-function gaussianSource(random: () => number): () => number {
+export function gaussianSource(random: () => number): () => number {
   let spare: number | null = null;
   return () => {
     if (spare !== null) {

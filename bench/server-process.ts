@@ -17,6 +17,8 @@ export interface ServerOptions {
   dataDir: string;
   /** Extra node flags for the server (e.g. `--cpu-prof`). */
   nodeArgs?: string[];
+  /** Extra settings (e.g. `MEMORYPOOL_DATABASE_URL`), over the bench's own. */
+  env?: Record<string, string>;
 }
 
 /** Servers not yet exited, so that a failing or interrupted bench leaves none behind. */
@@ -73,6 +75,7 @@ export class ServerProcess {
       MEMORYPOOL_PORT: String(port),
       MEMORYPOOL_HOST: '127.0.0.1',
       MEMORYPOOL_LOG_LEVEL: 'warn',
+      ...options.env,
     });
     const spawnedAt = performance.now();
     const child = spawn(process.execPath, [...(options.nodeArgs ?? []), SERVER_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });

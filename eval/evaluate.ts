@@ -4,7 +4,9 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Embedder } from '../src/embedding/embedder.js';
+import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { PostgresStore } from '../src/store/postgres-store.js';
 import { limitBenchmark, sessionKeyOfTurn, type BenchQuestion, type Benchmark, type BenchmarkName } from './benchmark.js';
 import { loadLocomo } from './datasets/locomo.js';
 import { loadLongMemEval } from './datasets/longmemeval.js';
@@ -42,6 +44,8 @@ export interface EvalOptions {
    * data and embedder skips the embedding: for iterating on search weights, not for timing ingest.
    */
   dataDir?: string;
+  /** Store the memories in this PostgreSQL database (kept afterwards, like `dataDir`) instead of a JSONL directory. */
+  databaseUrl?: string;
   log?: (line: string) => void;
   /** No progress bars (tests). */
   quiet?: boolean;
@@ -116,7 +120,8 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  const service = await MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
+  const store = options.databaseUrl === undefined ? undefined : new PostgresStore({ url: options.databaseUrl, logger: silentLogger() });
+  const service = await MemoryService.open({ dataDir, store, embedder, preload: false, indexFlushDelayMs: 0 });
   const systems: SystemResult[] = [];
   const questionScores: EvalOutput['questionScores'] = [];
   let ingest: IngestSummary;

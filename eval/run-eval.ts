@@ -3,6 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createEmbedder } from '../src/embedding/create-embedder.js';
+import { redactedUrl } from '../src/store/postgres-store.js';
 import type { BenchmarkName } from './benchmark.js';
 import { recallChartSpec, renderSvg } from './chart.js';
 import { evaluate } from './evaluate.js';
@@ -25,6 +26,7 @@ interface CliOptions {
   modelDir?: string;
   keepData?: boolean;
   dataDir?: string;
+  databaseUrl?: string;
 }
 
 function positiveInt(value: string): number {
@@ -47,6 +49,10 @@ function commandLine(argv: readonly string[]): string {
       i++;
     } else if (arg.startsWith('--token=')) {
       args.push('--token=***');
+    } else if (arg === '--database-url' && i + 1 < argv.length) {
+      args.push(arg, redactedUrl(argv[++i]));
+    } else if (arg.startsWith('--database-url=')) {
+      args.push(`--database-url=${redactedUrl(arg.slice('--database-url='.length))}`);
     } else {
       args.push(/^[\w@%+=:,./-]+$/.test(arg) ? arg : `'${arg.replace(/'/g, `'\\''`)}'`);
     }
@@ -70,6 +76,7 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     command: commandLine(process.argv.slice(2)),
     keepData: options.keepData,
     dataDir: options.dataDir,
+    databaseUrl: options.databaseUrl,
   });
 
   await mkdir(options.out, { recursive: true });
@@ -109,6 +116,7 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--model-dir <dir>', 'model directory for the onnx embedder (default: the built models/ directory)')
     .option('--keep-data', "keep the service's temporary data directory")
     .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
+    .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')
     .action((options: CliOptions) => run(name, options));
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServerProcess } from '../durability/server-process.js';
-import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
+import { sleep, type ServerProcess } from '../durability/server-process.js';
+import { createTestDatabase, freshDatabase, type TestDatabase } from '../support/postgres.js';
 import { addBody, addOk, hitsOf, inPool, search, send, startReplicas, storedTexts, uniqueText } from './replica-cluster.js';
 
 /**
@@ -81,5 +81,22 @@ describe('read-your-writes across replicas', () => {
       await send(`${reader.url}/users/${userId}`, { method: 'DELETE' });
     }
     expect(misses).toEqual([]);
+  });
+
+  it('memories purged by another replica\'s retention sweep are gone at once from a replica that had them cached', async () => {
+    const databaseUrl = await freshDatabase(); // the sweep covers every user of its database
+    const replicas = await startReplicas(2, databaseUrl);
+    const old = Array.from({ length: 12 }, (_, n) => uniqueText(`old ${n}`));
+    await addOk(replicas[0], addBody('ryw-purge', 'ryw-purge-old', old));
+    for (const text of old) expect(hitsOf(await search(replicas[1], 'ryw-purge', text), text)).toHaveLength(1);
+    await sleep(1_500); // older than the retention below once this wait is over
+    // A third replica with a retention of about one second sweeps at its start.
+    const [sweeper] = await startReplicas(1, databaseUrl, { MEMORYPOOL_RETENTION_DAYS: String(1 / 86_400), MEMORYPOOL_LOG_LEVEL: 'info' });
+    const swept = await sweeper.waitForLog((record) => record.msg === 'retention: purged expired memories', 10_000);
+    expect(swept.purged).toBe(old.length);
+    const misses: string[] = [];
+    for (const text of old) if (hitsOf(await search(replicas[1], 'ryw-purge', text), text).length !== 0) misses.push(text);
+    expect(misses).toEqual([]);
+    expect((await storedTexts(replicas[1], 'ryw-purge')).size).toBe(0);
   });
 });
