@@ -521,7 +521,10 @@ export class MemoryService {
   /** The user as stored now, or null for one that has nothing stored. */
   private async existingUser(userId: string): Promise<UserState | null> {
     const state = await this.cache.fresh(userId);
-    return state.records.size > 0 ? state : null;
+    if (state.records.size > 0) return state;
+    // Nothing stored: keep no state, so requests for made-up ids do not fill the cache.
+    if (!state.lock.busy) this.cache.retire(state);
+    return null;
   }
 
   private async embed(texts: string[], priority: 'query' | 'ingest' = 'ingest'): Promise<Float32Array[]> {

@@ -6,6 +6,8 @@ import { admitUnits, dropUnits, emptyUserState, type UserState } from './user-st
 
 /** Bytes a unit costs beyond its text and vector: records, maps, analyzer terms, links (measured order of magnitude). */
 const UNIT_OVERHEAD_BYTES = 900;
+/** Bytes a cached user costs with no memories at all (its state, maps, lock). */
+const USER_OVERHEAD_BYTES = 2_000;
 /** Bytes per HNSW entry beyond its vector copy (graph links at M = 16). */
 const GRAPH_ENTRY_BYTES = 300;
 
@@ -119,7 +121,7 @@ export class UserCache {
     const units = state.records.size;
     const vectorBytes = this.options.dimensions * 4;
     const graph = state.corpus.vectors ? state.corpus.vectors.size * (vectorBytes + GRAPH_ENTRY_BYTES) : 0;
-    return state.textChars * 6 + units * (vectorBytes + UNIT_OVERHEAD_BYTES) + graph;
+    return USER_OVERHEAD_BYTES + state.textChars * 6 + units * (vectorBytes + UNIT_OVERHEAD_BYTES) + graph;
   }
 
   /** Whether the loaded users fill the budget (a background load stops there). */

@@ -106,6 +106,7 @@ export class JsonlMemoryStore implements MemoryStore {
       await this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) })));
       head.nextSeq += records.length;
       head.count += records.length;
+      this.heads.set(userId, head);
       this.users?.add(userId);
       if (options.requestId !== undefined) head.requestIds.add(options.requestId);
       head.version = ++this.clock;
@@ -187,7 +188,8 @@ export class JsonlMemoryStore implements MemoryStore {
       count: records.length,
       version: records.length === 0 ? 0 : ++this.clock,
     };
-    this.heads.set(userId, head);
+    // A user with nothing stored gets a head only once written (lookups of made-up ids keep none).
+    if (records.length > 0) this.heads.set(userId, head);
     return head;
   }
 

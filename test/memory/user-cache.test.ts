@@ -52,6 +52,16 @@ describe('the per-user cache', () => {
     expect(second.cacheStats().estimated_bytes).toBeLessThanOrEqual(60_000 + 40_000);
   });
 
+  it('keeps nothing for users that have nothing stored', async () => {
+    const service = await openService({ dataDir: await tempDir() });
+    await service.addConversation(add('real', 'r1', ['a real memory']));
+    for (let i = 0; i < 50; i++) {
+      expect(await service.search({ userId: `made-up-${i}`, query: 'anything', limit: 5 })).toEqual([]);
+      expect(await service.list({ userId: `made-up-${i}`, limit: 5 })).toEqual([]);
+    }
+    expect(service.cacheStats().users).toBe(1);
+  });
+
   it('an evicted user with writes in flight loses none of them', async () => {
     const service = await openService({ dataDir: await tempDir(), cacheBytes: 30_000 });
     const writes = [];
