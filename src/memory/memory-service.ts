@@ -208,15 +208,18 @@ export class MemoryService {
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: tag === undefined ? undefined : (seq) => state.bySeq.get(seq)?.tags.includes(tag) ?? false,
+          explain: request.explain === true,
         },
         weights,
         request.limit,
       );
       const hits: SearchHit[] = [];
-      for (const { seq, score } of ranked) {
+      for (const { seq, score, explanation } of ranked) {
         const record = state.bySeq.get(seq);
         if (!record) continue;
-        hits.push({ memory: publicMemory(record), content: standaloneContent(unitText(record)), score: roundScore(score) });
+        const hit: SearchHit = { memory: publicMemory(record), content: standaloneContent(unitText(record)), score: roundScore(score) };
+        if (explanation) hit.explanation = explanation;
+        hits.push(hit);
       }
       return hits;
     });

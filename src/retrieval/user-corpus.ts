@@ -4,10 +4,13 @@ import {
   contextCosine,
   decayMultiplier,
   importanceMultiplier,
+  fuseScore,
   minMaxNormalize,
   tagBoost,
-  weightedSum,
   withNeighbours,
+  type FusedParts,
+  type ScoreExplanation,
+  type ScoreTerm,
 } from './fuse-scores.js';
 import type { RetrievalWeights } from './retrieval-config.js';
 import { VectorIndex } from './vector-index.js';
@@ -50,11 +53,14 @@ export interface CorpusQuery {
   period: { startMs: number; endMs: number } | null;
   /** Keeps only units passing it (a tag filter), applied before the cut. */
   filter?: (seq: number) => boolean;
+  /** Return each unit's score broken into its terms (costs nothing when off). */
+  explain?: boolean;
 }
 
 export interface RankedUnit {
   seq: number;
   score: number;
+  explanation?: ScoreExplanation;
 }
 
 interface UnitLinks {
@@ -200,15 +206,18 @@ export class UserCorpus {
   search(query: CorpusQuery, weights: RetrievalWeights, limit: number): RankedUnit[] {
     if (this.links.size === 0 || limit <= 0) return [];
     const candidates = this.candidates(query, weights);
-    const base = this.baseScores(query.main, candidates, weights);
+    const { dense: denseShare, lexical: lexicalShare } = this.baseShares(query.main, candidates, weights);
+    const optionShare = new Float64Array(candidates.length);
     if (query.options.length > 0 && weights.optionWeight > 0) {
-      const best = new Float64Array(candidates.length);
       for (const option of query.options) {
-        const optionBase = this.baseScores(option, candidates, weights);
-        for (let i = 0; i < best.length; i++) if (optionBase[i] > best[i]) best[i] = optionBase[i];
+        const shares = this.baseShares(option, candidates, weights);
+        for (let i = 0; i < optionShare.length; i++) optionShare[i] = Math.max(optionShare[i], shares.dense[i] + shares.lexical[i]);
       }
-      for (let i = 0; i < base.length; i++) base[i] += weights.optionWeight * best[i];
+      for (let i = 0; i < optionShare.length; i++) optionShare[i] *= weights.optionWeight;
     }
+    // The base score (what neighbours share) is the first three terms, summed as fuseScore sums them.
+    const base = new Float64Array(candidates.length);
+    for (let i = 0; i < base.length; i++) base[i] = denseShare[i] + lexicalShare[i] + optionShare[i];
     const baseBySeq = new Map<number, number>();
     candidates.forEach((link, i) => baseBySeq.set(link.unit.seq, base[i]));
 
@@ -216,20 +225,27 @@ export class UserCorpus {
     for (let i = 0; i < candidates.length; i++) {
       const { unit, previousTurn, nextTurn } = candidates[i];
       if (query.filter && !query.filter(unit.seq)) continue;
-      let score = withNeighbours(
-        base[i],
-        previousTurn ? baseBySeq.get(previousTurn.seq) : undefined,
-        nextTurn ? baseBySeq.get(nextTurn.seq) : undefined,
-        weights.neighbourWeight,
-      );
-      if (query.speaker !== null && unit.speaker === query.speaker) score += weights.speakerBoost;
-      if (query.role && unit.speaker === query.role) score += weights.roleBoost;
-      score += tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
-      if (query.whenQuestion && unit.hasTimeExpression) score += weights.timeCueBoost;
-      if (query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs) score += weights.periodBoost;
-      score *= importanceMultiplier(unit.importance, weights.importanceWeight);
-      score *= decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
-      ranked.push({ seq: unit.seq, score, messageKey: unit.messageKey });
+      const parts: FusedParts = {
+        dense: denseShare[i],
+        bm25: lexicalShare[i],
+        options: optionShare[i],
+        neighbours: withNeighbours(
+          0,
+          previousTurn ? baseBySeq.get(previousTurn.seq) : undefined,
+          nextTurn ? baseBySeq.get(nextTurn.seq) : undefined,
+          weights.neighbourWeight,
+        ),
+        speaker: query.speaker !== null && unit.speaker === query.speaker ? weights.speakerBoost : 0,
+        role: query.role && unit.speaker === query.role ? weights.roleBoost : 0,
+        tags: tagBoost(unit.tags, query.wantedTags, weights.tagBoost),
+        timeCue: query.whenQuestion && unit.hasTimeExpression ? weights.timeCueBoost : 0,
+        period: query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs ? weights.periodBoost : 0,
+        importance: importanceMultiplier(unit.importance, weights.importanceWeight),
+        decay: decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight),
+      };
+      const terms: ScoreTerm[] | undefined = query.explain ? [] : undefined;
+      const score = fuseScore(parts, terms);
+      ranked.push({ seq: unit.seq, score, messageKey: unit.messageKey, ...(terms ? { explanation: { score, terms } } : {}) });
     }
     ranked.sort(compareRanked);
     return bestPartPerMessage(ranked, limit);
@@ -260,7 +276,8 @@ export class UserCorpus {
     return out;
   }
 
-  private baseScores(text: PreparedText, candidates: readonly UnitLinks[], weights: RetrievalWeights): Float64Array {
+  /** The two weighted halves of a text's base score per candidate: denseWeight · norm(dense) and (1 − denseWeight) · norm(bm25). */
+  private baseShares(text: PreparedText, candidates: readonly UnitLinks[], weights: RetrievalWeights): { dense: Float64Array; lexical: Float64Array } {
     const lexicalBySeq = weights.denseWeight < 1 ? this.lexical.score(text.terms) : new Map<number, number>();
     const lexical = new Float64Array(candidates.length);
     const dense = new Float64Array(candidates.length);
@@ -279,9 +296,11 @@ export class UserCorpus {
     }
     const lexicalNorm = minMaxNormalize(lexical);
     const denseNorm = minMaxNormalize(dense);
-    const base = new Float64Array(candidates.length);
-    for (let i = 0; i < base.length; i++) base[i] = weightedSum(denseNorm[i], lexicalNorm[i], weights.denseWeight);
-    return base;
+    for (let i = 0; i < candidates.length; i++) {
+      dense[i] = weights.denseWeight * denseNorm[i];
+      lexical[i] = (1 - weights.denseWeight) * lexicalNorm[i];
+    }
+    return { dense, lexical };
   }
 
   private relink(sessionId: string): void {
@@ -322,13 +341,13 @@ function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
 function bestPartPerMessage(ranked: ReadonlyArray<RankedUnit & { messageKey: string | null }>, limit: number): RankedUnit[] {
   const seen = new Set<string>();
   const out: RankedUnit[] = [];
-  for (const { seq, score, messageKey } of ranked) {
+  for (const { seq, score, messageKey, explanation } of ranked) {
     if (out.length >= limit) break;
     if (messageKey !== null) {
       if (seen.has(messageKey)) continue;
       seen.add(messageKey);
     }
-    out.push({ seq, score });
+    out.push(explanation ? { seq, score, explanation } : { seq, score });
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analyze } from '../../src/retrieval/analyzer.js';
+import { applyTerms } from '../../src/retrieval/fuse-scores.js';
 import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../src/retrieval/retrieval-config.js';
 import { UserCorpus, type CorpusQuery, type CorpusUnit } from '../../src/retrieval/user-corpus.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
@@ -85,6 +86,33 @@ describe('UserCorpus', () => {
     expect(corpus.search(query('hiking', { speaker: 'caroline' }), weights, 2)[0].seq).toBe(0);
     expect(corpus.search(query('hiking', { wantedTags: new Set(['outdoors']) }), weights, 2)[0].seq).toBe(1);
     expect(corpus.search(query('hiking', { filter: (seq) => seq === 0 }), weights, 2).map((r) => r.seq)).toEqual([0]);
+  });
+
+  it('explains each score with terms that replay to it, and ranks the same with or without explaining', () => {
+    const corpus = corpusWithIndex();
+    corpus.add([
+      unit(0, 'which instrument do you play', { speaker: 'caroline', importance: 0.9, hasTimeExpression: true }),
+      unit(1, 'the violin every evening since May', { speaker: 'melanie', tags: ['music'] }),
+      unit(2, 'nice weather today, we played outside', { speaker: 'caroline', timeMs: 1_600_000_000_000 }),
+    ]);
+    const q = query('when did Caroline play an instrument', {
+      speaker: 'caroline',
+      wantedTags: new Set(['music']),
+      whenQuestion: true,
+      options: [{ terms: analyze('violin'), vector: axis(1) }],
+    });
+    const plain = corpus.search(q, DEFAULT_RETRIEVAL_WEIGHTS, 3);
+    const explained = corpus.search({ ...q, explain: true }, DEFAULT_RETRIEVAL_WEIGHTS, 3);
+    expect(plain.every((r) => r.explanation === undefined)).toBe(true);
+    expect(explained.map((r) => [r.seq, r.score])).toEqual(plain.map((r) => [r.seq, r.score]));
+    for (const { score, explanation } of explained) {
+      expect(explanation!.score).toBe(score);
+      expect(applyTerms(explanation!.terms)).toBe(score);
+    }
+    const terms = (seq: number) => explained.find((r) => r.seq === seq)!.explanation!.terms.map((t) => t.term);
+    expect(terms(0)).toEqual(expect.arrayContaining(['bm25', 'speaker', 'timeCue', 'importance']));
+    expect(terms(1)).toEqual(expect.arrayContaining(['options', 'tags', 'neighbours']));
+    expect(terms(2)).toContain('decay');
   });
 
   it('removal drops a unit from every index and relinks its session', () => {
