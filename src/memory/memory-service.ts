@@ -5,8 +5,8 @@ import { denseText, lexicalText, splitIntoUnits, standaloneContent, type UnitTex
 import { silentLogger, type Logger } from '../logger.js';
 import { analyze, ANALYZER_VERSION } from '../retrieval/analyzer.js';
 import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
-import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
-import { hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
+import { addressedRole, isDistractorQuestion, namedSpeaker } from '../retrieval/query-cues.js';
+import { eventPeriod, hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import { UserCorpus, type CorpusUnit, type PreparedText } from '../retrieval/user-corpus.js';
 import { VectorIndex } from '../retrieval/vector-index.js';
 import { JsonlStore } from '../store/jsonl-store.js';
@@ -747,17 +747,20 @@ function unitText(record: Memory): UnitText {
 
 function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
   const text = unitText(record);
+  const speaker = record.role ? record.role.toLowerCase() : null;
   return {
     seq: record.seq,
     vector,
     terms: analyze(lexicalText(text)),
-    speaker: record.role ? record.role.toLowerCase() : null,
+    speaker,
     sessionId: record.session_id ?? null,
     messageKey: record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null,
     timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
     importance: record.importance,
     tags: record.tags.map((tag) => tag.toLowerCase()),
     hasTimeExpression: hasTimeExpression(record.text),
+    eventPeriod: eventPeriod(record.text, text.timeMs),
+    isQuestion: isDistractorQuestion(record.text, speaker),
   };
 }
 

@@ -5,7 +5,7 @@
  *   base(u)  = denseWeight · norm(dense(u)) + (1 − denseWeight) · norm(bm25(u))
  *              + optionWeight · max over options of the same base for the option's text
  *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
- *                + speaker, tag, time-cue and period boosts )
+ *                + speaker, tag, time-cue, period and event-period boosts − question-turn penalty )
  *              · importanceMultiplier · decayMultiplier
  *
  * dense(u) is the cosine between the query and the unit's vector blended with its previous
@@ -107,11 +107,13 @@ export interface FusedParts {
   tags: number;
   timeCue: number;
   period: number;
+  eventPeriod: number;
+  questionTurn: number;
   importance: number;
   decay: number;
 }
 
-const ADDED_PARTS = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period'] as const;
+const ADDED_PARTS = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn'] as const;
 const MULTIPLIED_PARTS = ['importance', 'decay'] as const;
 export type FusedPartName = (typeof ADDED_PARTS)[number] | (typeof MULTIPLIED_PARTS)[number];
 

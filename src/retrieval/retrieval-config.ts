@@ -20,6 +20,10 @@ export interface RetrievalWeights {
   timeCueBoost: number;
   /** Added to units whose time falls in a period the query names ("in May 2023"). */
   periodBoost: number;
+  /** Added to units whose own event period (their time expressions resolved against their date) overlaps the period the query names. */
+  eventPeriodBoost: number;
+  /** Subtracted from a turn that is itself a question between named speakers; its neighbours still get its full share. */
+  questionTurnPenalty: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
   importanceWeight: number;
   /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
@@ -43,6 +47,8 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   tagBoost: 0.2,
   timeCueBoost: 0.05,
   periodBoost: 0.1,
+  eventPeriodBoost: 0,
+  questionTurnPenalty: 0,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,

@@ -13,6 +13,7 @@ import {
   type ScoreTerm,
 } from './fuse-scores.js';
 import type { RetrievalWeights } from './retrieval-config.js';
+import { periodsOverlap, type TimePeriod } from './time-cues.js';
 import { VectorIndex } from './vector-index.js';
 
 /** What retrieval knows of one stored unit. */
@@ -31,6 +32,10 @@ export interface CorpusUnit {
   /** Lowercased tags. */
   tags: readonly string[];
   hasTimeExpression: boolean;
+  /** When the event the unit tells of happened: its time expressions resolved against its own date. */
+  eventPeriod: TimePeriod | null;
+  /** A question between named speakers (penalised a little, see `questionTurnPenalty`). */
+  isQuestion: boolean;
 }
 
 /** A query made ready for scoring: its terms and its vector. */
@@ -50,7 +55,7 @@ export interface CorpusQuery {
   /** Lowercased tags whose exact presence on a unit is rewarded. */
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
-  period: { startMs: number; endMs: number } | null;
+  period: TimePeriod | null;
   /** Keeps only units passing it (a tag filter), applied before the cut. */
   filter?: (seq: number) => boolean;
   /** Return each unit's score broken into its terms (costs nothing when off). */
@@ -240,6 +245,8 @@ export class UserCorpus {
         tags: tagBoost(unit.tags, query.wantedTags, weights.tagBoost),
         timeCue: query.whenQuestion && unit.hasTimeExpression ? weights.timeCueBoost : 0,
         period: query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs ? weights.periodBoost : 0,
+        eventPeriod: query.period && unit.eventPeriod && periodsOverlap(unit.eventPeriod, query.period) ? weights.eventPeriodBoost : 0,
+        questionTurn: unit.isQuestion ? -weights.questionTurnPenalty : 0,
         importance: importanceMultiplier(unit.importance, weights.importanceWeight),
         decay: decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight),
       };

@@ -77,14 +77,14 @@ describe('fusion terms', () => {
   it('fuseScore sums the added terms, then multiplies; its terms replay to the same score exactly', () => {
     const parts: FusedParts = {
       dense: 0.31, bm25: 0.17, options: 0.05, neighbours: 0.2, speaker: 0.15, role: 0, tags: 0.2,
-      timeCue: 0.05, period: 0, importance: 1.1, decay: 0.97,
+      timeCue: 0.05, period: 0, eventPeriod: 0.4, questionTurn: -0.1, importance: 1.1, decay: 0.97,
     };
     const terms: ScoreTerm[] = [];
     const score = fuseScore(parts, terms);
-    expect(score).toBeCloseTo((0.31 + 0.17 + 0.05 + 0.2 + 0.15 + 0.2 + 0.05) * 1.1 * 0.97, 12);
+    expect(score).toBeCloseTo((0.31 + 0.17 + 0.05 + 0.2 + 0.15 + 0.2 + 0.05 + 0.4 - 0.1) * 1.1 * 0.97, 12);
     expect(applyTerms(terms)).toBe(score);
     // Terms that change nothing (an add of 0, a multiplier of 1) are left out.
-    expect(terms.map((t) => t.term)).toEqual(['dense', 'bm25', 'options', 'neighbours', 'speaker', 'tags', 'timeCue', 'importance', 'decay']);
+    expect(terms.map((t) => t.term)).toEqual(['dense', 'bm25', 'options', 'neighbours', 'speaker', 'tags', 'timeCue', 'eventPeriod', 'questionTurn', 'importance', 'decay']);
     expect(terms.find((t) => t.term === 'decay')).toEqual({ term: 'decay', kind: 'multiply', value: 0.97 });
     expect(fuseScore(parts)).toBe(score);
   });

@@ -25,6 +25,8 @@ function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): Corpu
     importance: 0.5,
     tags: [],
     hasTimeExpression: false,
+    eventPeriod: null,
+    isQuestion: false,
     ...extra,
   };
 }
@@ -113,6 +115,27 @@ describe('UserCorpus', () => {
     expect(terms(0)).toEqual(expect.arrayContaining(['bm25', 'speaker', 'timeCue', 'importance']));
     expect(terms(1)).toEqual(expect.arrayContaining(['options', 'tags', 'neighbours']));
     expect(terms(2)).toContain('decay');
+  });
+
+  it('boosts units whose event period overlaps the named one, and lowers question turns while their neighbours keep their share', () => {
+    const may = { startMs: Date.UTC(2023, 4, 1), endMs: Date.UTC(2023, 5, 1) };
+    const corpus = corpusWithIndex();
+    corpus.add([
+      unit(0, 'what did you paint', { isQuestion: true }),
+      unit(1, 'I painted a lake', { eventPeriod: { startMs: Date.UTC(2023, 4, 8), endMs: Date.UTC(2023, 4, 9) } }),
+      unit(2, 'I painted a lake too'),
+    ]);
+    const weights = resolveWeights({ ...lexicalOnly, neighbourWeight: 0.5, eventPeriodBoost: 0.4, questionTurnPenalty: 0.1 });
+    const ranked = corpus.search(query('paint', { period: may, explain: true }), weights, 3);
+    const byseq = new Map(ranked.map((r) => [r.seq, r]));
+    expect(byseq.get(1)!.explanation!.terms).toContainEqual({ term: 'eventPeriod', kind: 'add', value: 0.4 });
+    expect(byseq.get(0)!.explanation!.terms).toContainEqual({ term: 'questionTurn', kind: 'add', value: -0.1 });
+    expect(byseq.get(2)!.explanation!.terms.some((t) => t.term === 'eventPeriod')).toBe(false);
+    // The question turn's full base still feeds its neighbour: without the penalty, the same neighbour share.
+    const unpenalised = corpus.search(query('paint', { period: may, explain: true }), resolveWeights({ ...weights, questionTurnPenalty: 0 }), 3);
+    const share = (list: typeof ranked) => list.find((r) => r.seq === 1)!.explanation!.terms.find((t) => t.term === 'neighbours')?.value;
+    expect(share(ranked)).toBe(share(unpenalised));
+    expect(byseq.get(0)!.score).toBeCloseTo(unpenalised.find((r) => r.seq === 0)!.score - 0.1, 12);
   });
 
   it('removal drops a unit from every index and relinks its session', () => {
