@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { Progress } from '../src/cli/progress.js';
 import type { Embedder, EmbedOptions } from '../src/embedding/embedder.js';
 import { MemoryService } from '../src/memory/memory-service.js';
-import { DEFAULT_RETRIEVAL_WEIGHTS, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
+import { profileWeights, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
 import { limitBenchmark, sessionKeyOfTurn, type BenchmarkName } from './benchmark.js';
 import { assignFolds, crossValidate, expandGrid, type FoldResult, type Grid } from './cross-validate.js';
 import { ingestAll, loadBenchmark, SEARCH_CONCURRENCY, TOP_K, type ProgressFactory } from './evaluate.js';
@@ -65,7 +65,7 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   const started = Date.now();
   const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
   const adds = benchmark.users.flatMap((user) => planAdds(user));
-  const points = expandGrid(options.grid);
+  const points = expandGrid(options.grid, profileWeights('platform'));
   log(`${benchmark.name}: ${benchmark.users.length} users, ${benchmark.questions.length} questions; ${points.length} grid points, ${options.folds} folds`);
   const sessionOf = new Map(benchmark.users.map((user) => [user.userId, sessionKeyOfTurn(user)]));
 
@@ -165,7 +165,7 @@ export function renderTuneReport(results: TuneResults): string {
   const categories = Object.keys(results.points[0]?.byCategory ?? {});
   const lines: string[] = [`# Cross-validated tuning: ${results.benchmark}`, ''];
   lines.push(`- Command: \`${results.command}\``, `- Started ${results.startedAt}, took ${results.durationSeconds.toFixed(0)} s`);
-  lines.push(`- Grid: ${results.grid.map(([key, values]) => `${key} ∈ {${values.join(', ')}}`).join('; ')} (${results.points.length} points; defaults: ${describeWeights()})`, '');
+  lines.push(`- Grid: ${results.grid.map(([key, values]) => `${key} ∈ {${values.join(', ')}}`).join('; ')} (${results.points.length} points; defaults, as the platform's /search uses them: ${describeWeights()})`, '');
   const row = (label: string, set: { headline: MetricSet; byCategory: Record<string, MetricSet> }) =>
     `| ${label} | ${[1, 5, 10, 50].map((k) => pct(set.headline.turn.recall[k as 1])).join(' | ')} | ${categories.map((c) => pct(set.byCategory[c]?.turn.recall[10])).join(' | ')} | ${pct(set.headline.session.recallAny[5])} | ${set.headline.words ? [500, 1000, 2000, 4000].map((b) => pct(set.headline.words!.recall[b as 500])).join(' | ') : ' |  |  | '} |`;
   const header = [
@@ -193,7 +193,7 @@ export function renderTuneReport(results: TuneResults): string {
 }
 
 function describeWeights(): string {
-  return Object.entries(DEFAULT_RETRIEVAL_WEIGHTS)
+  return Object.entries(profileWeights('platform'))
     .filter(([key]) => key !== 'exhaustiveLimit' && key !== 'candidatePool')
     .map(([key, value]) => `${key}=${value}`)
     .join(', ');

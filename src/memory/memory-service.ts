@@ -4,7 +4,7 @@ import { createError, isAppError } from '../errors.js';
 import { denseText, lexicalText, splitIntoUnits, standaloneContent, type UnitText } from '../ingest/message-units.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { analyze, ANALYZER_VERSION } from '../retrieval/analyzer.js';
-import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { addressedRole, isDistractorQuestion, namedSpeaker } from '../retrieval/query-cues.js';
 import { eventPeriod, hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import { UserCorpus, type CorpusUnit, type PreparedText } from '../retrieval/user-corpus.js';
@@ -190,7 +190,8 @@ export class MemoryService {
     return this.track(async () => {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];
-      const weights = overrides.weights ? resolveWeights({ ...this.weights, ...overrides.weights }) : this.weights;
+      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
+      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
       const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query');

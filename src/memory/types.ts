@@ -69,6 +69,11 @@ export interface SearchRequest {
   tag?: string;
   /** Break each hit's score into its terms (`SearchHit.explanation`). */
   explain?: boolean;
+  /**
+   * The door asking: `platform` (the evaluation platform's /search) applies
+   * `PLATFORM_SEARCH_OVERRIDES` (no decay); absent, the MemoryPool protocol's weights.
+   */
+  profile?: 'platform';
 }
 
 /** A platform search hit: `content` stands on its own (who said it, and when). */

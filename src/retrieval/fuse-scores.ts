@@ -143,8 +143,3 @@ export function applyTerms(terms: readonly ScoreTerm[]): number {
   for (const { kind, value } of terms) score = kind === 'add' ? score + value : score * value;
   return score;
 }
-
-/** Deterministic order: higher score first, then newer (higher seq). */
-export function compareRanked(a: { score: number; seq: number }, b: { score: number; seq: number }): number {
-  return b.score - a.score || b.seq - a.seq;
-}

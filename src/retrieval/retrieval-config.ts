@@ -57,6 +57,18 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   candidatePool: 1000,
 });
 
+/**
+ * The evaluation platform's `/search` differs from the defaults (which `/mem/search` and `/invoke`
+ * use, as the MemoryPool protocol asks for a 30-day decay) only where data decided it: decay was
+ * worth nothing on the dev conversations and cost about a point on unseen ones (eval/README.md).
+ */
+export const PLATFORM_SEARCH_OVERRIDES: Readonly<Partial<RetrievalWeights>> = Object.freeze({ decayWeight: 0 });
+
+/** The weights a search profile starts from: the defaults, or the platform's. */
+export function profileWeights(profile: 'platform' | 'memorypool' = 'memorypool'): RetrievalWeights {
+  return resolveWeights(profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : {});
+}
+
 export function resolveWeights(overrides?: Partial<RetrievalWeights>): RetrievalWeights {
   return { ...DEFAULT_RETRIEVAL_WEIGHTS, ...overrides };
 }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   applyTerms,
-  compareRanked,
   contextCosine,
   decayMultiplier,
   fuseScore,
@@ -63,15 +62,6 @@ describe('fusion terms', () => {
     expect(tagBoost(['Work', 'urgent'], new Set(['work', 'urgent']), 0.2)).toBeCloseTo(0.4);
     expect(tagBoost(['work'], new Set(['working']), 0.2)).toBe(0);
     expect(tagBoost([], new Set(['x']), 0.2)).toBe(0);
-  });
-
-  it('compareRanked sorts by score, then newer first, deterministically', () => {
-    const items = [
-      { seq: 1, score: 0.5 },
-      { seq: 3, score: 0.9 },
-      { seq: 2, score: 0.5 },
-    ];
-    expect([...items].sort(compareRanked).map((item) => item.seq)).toEqual([3, 2, 1]);
   });
 
   it('fuseScore sums the added terms, then multiplies; its terms replay to the same score exactly', () => {
