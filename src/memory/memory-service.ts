@@ -218,7 +218,7 @@ export class MemoryService {
       for (const { seq, score, explanation } of ranked) {
         const record = state.bySeq.get(seq);
         if (!record) continue;
-        const hit: SearchHit = { memory: publicMemory(record), content: standaloneContent(unitText(record)), score: roundScore(score) };
+        const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
         if (explanation) hit.explanation = explanation;
         hits.push(hit);
       }
@@ -744,6 +744,15 @@ function unitText(record: Memory): UnitText {
     timeMs: Date.parse(record.occurred_at ?? record.created_at),
     tags: record.tags,
   };
+}
+
+/** A record's standalone content, built once: a record is replaced, never changed, so it cannot go stale. */
+const contentCache = new WeakMap<StoredRecord, string>();
+
+function hitContent(record: StoredRecord): string {
+  let content = contentCache.get(record);
+  if (content === undefined) contentCache.set(record, (content = standaloneContent(unitText(record))));
+  return content;
 }
 
 function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
