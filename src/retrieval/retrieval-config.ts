@@ -1,7 +1,8 @@
 /**
  * Every weight of the fused search score, in one place. `fuse-scores.ts` documents how each
  * term enters the score; the defaults come from the dev-split measurements in eval/README.md
- * (checked on both LoCoMo and LongMemEval, never tuned to one alone).
+ * (checked on both LoCoMo and LongMemEval, never tuned to one alone; the event-period boost and
+ * the question-turn penalty were chosen by `npm run eval -- tune` on every held-out fold).
  */
 export interface RetrievalWeights {
   /** Share of the min-max normalised dense (cosine) score in the base score; the rest is BM25. 0 = BM25 only, 1 = dense only. */
@@ -47,8 +48,8 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   tagBoost: 0.2,
   timeCueBoost: 0.05,
   periodBoost: 0.1,
-  eventPeriodBoost: 0,
-  questionTurnPenalty: 0,
+  eventPeriodBoost: 0.2,
+  questionTurnPenalty: 0.15,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,
