@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Embedder } from '../embedding/embedder.js';
 import { createError, isAppError } from '../errors.js';
-import { denseText, lexicalText, splitIntoUnits, standaloneContent, type UnitText } from '../ingest/message-units.js';
+import { denseText, lexicalText, splitIntoUnits, type UnitText } from '../ingest/message-units.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { analyze } from '../retrieval/analyzer.js';
-import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
 import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import type { PreparedText } from '../retrieval/user-corpus.js';
@@ -13,7 +13,7 @@ import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
 import { PostgresStore } from '../store/postgres-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { IndexLifecycle } from './index-lifecycle.js';
-import { errorMessage, publicMemory, unitText } from './memory-records.js';
+import { errorMessage, hitContent, publicMemory, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
 import { inStoredOrder, type UserState } from './user-state.js';
 import type {
@@ -222,7 +222,8 @@ export class MemoryService {
     return this.track(async () => {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];
-      const weights = overrides.weights ? resolveWeights({ ...this.weights, ...overrides.weights }) : this.weights;
+      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
+      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
       const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query');
@@ -240,15 +241,18 @@ export class MemoryService {
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: tag === undefined ? undefined : (seq) => state.bySeq.get(seq)?.tags.includes(tag) ?? false,
+          explain: request.explain === true,
         },
         weights,
         request.limit,
       );
       const hits: SearchHit[] = [];
-      for (const { seq, score } of ranked) {
+      for (const { seq, score, explanation } of ranked) {
         const record = state.bySeq.get(seq);
         if (!record) continue;
-        hits.push({ memory: publicMemory(record), content: standaloneContent(unitText(record)), score: roundScore(score) });
+        const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
+        if (explanation) hit.explanation = explanation;
+        hits.push(hit);
       }
       return hits;
     });
