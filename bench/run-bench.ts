@@ -15,11 +15,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION } from '../src/config.js';
-import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
+import { serverEncoder } from './server-encoder.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
 import { addChunks, sessionAdds, strided, loadWorkload, type AddBody, type Conversation, type Workload } from './workload.js';
 
@@ -35,10 +35,6 @@ const MB = 1024 * 1024;
 /** Bare encoder messages/s (LoCoMo turns) at the time issue 12 was filed: its target is twice this. */
 const ENCODER_BASELINE_MESSAGES_PER_S = 278;
 
-/** The encoder exactly as the server runs it (its default precision and threads), in the bench's own process. */
-function serverEncoder(): OnnxEmbedder {
-  return new OnnxEmbedder({ precision: DEFAULT_MODEL_PRECISION, intraOpThreads: DEFAULT_ENCODER_THREADS });
-}
 
 /**
  * What an optional phase module gets: the service server after the Search phase (its users hold

@@ -23,6 +23,12 @@ export interface BatchingOptions {
   maxTokens?: number;
   /** Tokens the encoder reads at most per text; longer texts cost this much. Default 128. */
   tokensPerTextMax?: number;
+  /**
+   * Runs handed to the inner embedder at once. Default 1: a query waits behind at most one run.
+   * Two let the encoder start the next run while this thread files the last one's vectors; it
+   * measured no faster for Add (bench/README.md), which waits on the store, not the encoder.
+   */
+  maxInFlight?: number;
 }
 
 /**
@@ -98,7 +104,8 @@ export class BatchingEmbedder implements Embedder {
   private readonly tokensPerTextMax: number;
   private readonly urgent = new FairQueue();
   private readonly normal = new FairQueue();
-  private running = false;
+  private readonly maxInFlight: number;
+  private inFlight = 0;
 
   constructor(inner: Embedder, options: BatchingOptions = {}) {
     this.inner = inner;
@@ -107,6 +114,7 @@ export class BatchingEmbedder implements Embedder {
     this.maxTexts = options.maxTexts ?? 256;
     this.maxTokens = options.maxTokens ?? DEFAULT_RUN_TOKENS;
     this.tokensPerTextMax = options.tokensPerTextMax ?? 128;
+    this.maxInFlight = options.maxInFlight ?? 1;
   }
 
   ready(): Promise<void> {
@@ -126,7 +134,7 @@ export class BatchingEmbedder implements Embedder {
         options.key ?? '',
         texts.map((text, index) => ({ job, index, text, tokens: this.estimateTokens(text) })),
       );
-      void this.drain();
+      this.drain();
     });
   }
 
@@ -135,35 +143,38 @@ export class BatchingEmbedder implements Embedder {
     return Math.min(this.tokensPerTextMax, 2 + Math.ceil(text.length / CHARS_PER_TOKEN));
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
+  /** Starts runs while fewer than maxInFlight are out; each finished run starts the next. */
+  private drain(): void {
+    while (this.inFlight < this.maxInFlight) {
+      const queue = this.urgent.size > 0 ? this.urgent : this.normal;
+      const batch = queue.take(this.maxTexts, this.maxTokens);
+      if (batch.length === 0) return;
+      this.inFlight++;
+      void this.run(batch).finally(() => {
+        this.inFlight--;
+        this.drain();
+      });
+    }
+  }
+
+  private async run(batch: Item[]): Promise<void> {
     try {
-      for (;;) {
-        const queue = this.urgent.size > 0 ? this.urgent : this.normal;
-        const batch = queue.take(this.maxTexts, this.maxTokens);
-        if (batch.length === 0) return;
-        try {
-          const vectors = await this.inner.embed(batch.map((item) => item.text));
-          batch.forEach((item, i) => {
-            const { job } = item;
-            if (job.failed) return;
-            job.vectors[item.index] = vectors[i]!;
-            if (--job.remaining === 0) job.resolve(job.vectors);
-          });
-        } catch (error) {
-          for (const { job } of batch) {
-            if (job.failed) continue;
-            job.failed = true;
-            job.reject(error);
-          }
-          // The failed callers' other texts need not run.
-          this.urgent.dropFailed();
-          this.normal.dropFailed();
-        }
+      const vectors = await this.inner.embed(batch.map((item) => item.text));
+      batch.forEach((item, i) => {
+        const { job } = item;
+        if (job.failed) return;
+        job.vectors[item.index] = vectors[i]!;
+        if (--job.remaining === 0) job.resolve(job.vectors);
+      });
+    } catch (error) {
+      for (const { job } of batch) {
+        if (job.failed) continue;
+        job.failed = true;
+        job.reject(error);
       }
-    } finally {
-      this.running = false;
+      // The failed callers' other texts need not run.
+      this.urgent.dropFailed();
+      this.normal.dropFailed();
     }
   }
 }
