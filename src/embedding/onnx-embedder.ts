@@ -182,8 +182,10 @@ async function loadModel(modelDir: string, precision: ModelPrecision, intraOpThr
   if (!Array.isArray(vocab)) throw createError('EMBEDDER_UNAVAILABLE', `${modelDir}/tokenizer.json has no Unigram vocab; run \`npm run build:model\``);
 
   // Imported on first use: loading onnxruntime costs time that tests using other embedders skip.
-  // CommonJS whose named exports Node cannot detect statically: only the default import works.
-  const ort = ((await import('onnxruntime-node')) as unknown as { default: typeof import('onnxruntime-node') }).default;
+  // CommonJS whose named exports Node cannot detect statically: under plain Node only `default`
+  // holds them; loaders with their own interop (tsx, vitest) may hand them over directly.
+  const imported = (await import('onnxruntime-node')) as typeof import('onnxruntime-node') & { default?: typeof import('onnxruntime-node') };
+  const ort = imported.default ?? imported;
   let session: InferenceSession;
   try {
     session = await ort.InferenceSession.create(path.join(modelDir, modelFile), {
