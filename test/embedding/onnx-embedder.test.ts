@@ -89,6 +89,18 @@ describe('OnnxEmbedder', () => {
     expect(dot(v!, prefix!)).toBeGreaterThan(0.99999);
   });
 
+  it('gives a long text the ids of its whole prefix when it tokenizes only the first 1,024 characters', async () => {
+    const vocab = (JSON.parse(readFileSync(path.join(embedder.modelDir, 'tokenizer.json'), 'utf8')) as { model: { vocab: [string, number][] } }).model.vocab;
+    const tokenizer = new UseLiteTokenizer(vocab);
+    const long = Array.from({ length: 200 }, (_, i) => `On day ${i} we talked about painting, hiking and the kids' school.`).join(' ');
+    const [fast] = await embedder.embed([long]);
+    // What the encoder would get from the whole 4,096-character prefix.
+    const ids = tokenizer.encode(long.slice(0, MAX_TEXT_CHARS)).slice(0, 128);
+    const [viaIds] = await embedder.embed([long.slice(0, 1024)]);
+    expect(tokenizer.encode(long.slice(0, 1024)).slice(0, 128)).toEqual(ids);
+    expect(dot(fast!, viaIds!)).toBeGreaterThan(0.99999);
+  });
+
   it('never cuts a surrogate pair in half', () => {
     const text = `${'a'.repeat(MAX_TEXT_CHARS - 1)}😀tail`;
     expect(encoderPrefix(text)).toBe('a'.repeat(MAX_TEXT_CHARS - 1));
