@@ -48,7 +48,7 @@ export class WorkerEmbedder implements Embedder {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { count: texts.length, resolve, reject });
       // Only what the encoder reads crosses to the thread: a 7 MB text is not copied whole.
-      this.worker!.postMessage({ id, texts: texts.map(encoderPrefix) });
+      this.worker!.postMessage({ id, texts: texts.map((text) => encoderPrefix(text)) });
     });
   }
 
