@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { copyFile, rm } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
-import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { ANALYZER_VERSION } from '../src/retrieval/analyzer.js';
 import { HNSW_M } from '../src/retrieval/vector-index.js';
@@ -11,6 +10,7 @@ import { encodeVector, type StoredRecord } from '../src/store/stored-record.js';
 import type { BuildReply, BuildRequest } from './hnsw-build-worker.js';
 import { round } from './http-load.js';
 import { mulberry32, type Turn } from './workload.js';
+import { serverEncoder } from './server-encoder.js';
 
 /**
  * A large store written straight into the data directory's own format, so the scale figures do
@@ -55,7 +55,7 @@ export async function writeScaleStore(options: ScaleStoreOptions): Promise<Scale
   const started = performance.now();
   if (options.memories % options.users !== 0) throw new Error(`${options.memories} memories do not split evenly over ${options.users} users`);
   const perUser = options.memories / options.users;
-  const embedder = new OnnxEmbedder(); // for its id and dimension only: the model is not loaded
+  const embedder = serverEncoder(); // for its id and dimension only: the model is not loaded
   const dimensions = embedder.dimensions;
   const store = new JsonlStore(options.dataDir, silentLogger());
   await store.init();

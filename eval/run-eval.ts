@@ -26,6 +26,7 @@ interface CliOptions {
   token?: string;
   embedder: 'onnx' | 'hash';
   modelDir?: string;
+  precision?: 'fp32' | 'int8';
   keepData?: boolean;
   dataDir?: string;
   databaseUrl?: string;
@@ -74,7 +75,7 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     url: options.url,
     token: options.token,
     embedderKind: options.embedder,
-    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir }),
+    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir, modelPrecision: options.precision }),
     command: commandLine(process.argv.slice(2)),
     keepData: options.keepData,
     dataDir: options.dataDir,
@@ -116,6 +117,7 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--token <token>', 'bearer token for --url')
     .addOption(new Option('--embedder <kind>', 'embedder for in-process runs (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
     .option('--model-dir <dir>', 'model directory for the onnx embedder (default: the built models/ directory)')
+    .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default)').choices(['fp32', 'int8']))
     .option('--keep-data', "keep the service's temporary data directory")
     .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
     .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')

@@ -6,6 +6,14 @@ import { z } from 'zod';
  * The only reader of environment variables. Command-line flags (already parsed by the CLI)
  * override the environment, which overrides the defaults below. `.env.example` documents each.
  */
+/** The default build of the local model (recall of both on the dev sets: bench/README.md). */
+export const DEFAULT_MODEL_PRECISION = 'int8';
+/**
+ * One onnxruntime thread: a second one spins while it waits, and on a small machine those cycles
+ * are the ones HTTP and scoring need (CPU per request: bench/README.md).
+ */
+export const DEFAULT_ENCODER_THREADS = 1;
+
 const configSchema = z.object({
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(8751),
@@ -17,6 +25,10 @@ const configSchema = z.object({
   embedder: z.enum(['onnx', 'hash', 'http']).default('onnx'),
   /** Folder holding the built model (default: the package's own models/). */
   modelDir: z.string().min(1).optional(),
+  /** Which build of the local model the onnx embedder runs: int8 (dynamic quantization) or the float original. */
+  modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
+  /** onnxruntime intra-op threads of the local encoder. */
+  encoderThreads: z.coerce.number().int().min(1).max(64).default(DEFAULT_ENCODER_THREADS),
   embedderUrl: z.string().url().optional(),
   embedderModel: z.string().min(1).optional(),
   embedderDimensions: z.coerce.number().int().positive().optional(),
@@ -45,6 +57,8 @@ const ENV_NAMES: Record<keyof Config, string> = {
   tokensFile: 'MEMORYPOOL_TOKENS_FILE',
   embedder: 'MEMORYPOOL_EMBEDDER',
   modelDir: 'MEMORYPOOL_MODEL_DIR',
+  modelPrecision: 'MEMORYPOOL_MODEL_PRECISION',
+  encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   embedderUrl: 'MEMORYPOOL_EMBEDDER_URL',
   embedderModel: 'MEMORYPOOL_EMBEDDER_MODEL',
   embedderDimensions: 'MEMORYPOOL_EMBEDDER_DIMENSIONS',

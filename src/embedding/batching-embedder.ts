@@ -12,29 +12,109 @@ interface Item {
   job: Job;
   index: number;
   text: string;
+  /** Estimated tokens the encoder will read of `text` (what the item costs a run). */
+  tokens: number;
+}
+
+export interface BatchingOptions {
+  /** Most texts per run. Default 256. */
+  maxTexts?: number;
+  /** Most estimated tokens per run. Default 2048 (see DEFAULT_RUN_TOKENS). */
+  maxTokens?: number;
+  /** Tokens the encoder reads at most per text; longer texts cost this much. Default 128. */
+  tokensPerTextMax?: number;
+  /**
+   * Runs handed to the inner embedder at once. Default 1: a query waits behind at most one run.
+   * Two let the encoder start the next run while this thread files the last one's vectors; it
+   * measured no faster for Add (bench/README.md), which waits on the store, not the encoder.
+   */
+  maxInFlight?: number;
+}
+
+/**
+ * A run cannot be interrupted once the encoder has it, so its size bounds how long a Search
+ * waits behind ingest work: about 2k tokens is ~0.1-0.2 s of one core for the int8 model, and
+ * larger runs are no faster per token.
+ */
+const DEFAULT_RUN_TOKENS = 2048;
+/**
+ * USE-lite's 8k pieces average about 4 characters of English per token; 3 errs towards
+ * over-counting, which only makes runs a little smaller.
+ */
+const CHARS_PER_TOKEN = 3;
+
+/**
+ * Texts waiting for the encoder, one FIFO per fairness key, served round-robin: a key that
+ * queued ten thousand texts gets one text into a run for every text of each other waiting key,
+ * so one user's flood cannot make other users wait behind it. Map order is the rotation.
+ */
+class FairQueue {
+  private readonly byKey = new Map<string, Item[]>();
+  size = 0;
+
+  push(key: string, items: Item[]): void {
+    const queue = this.byKey.get(key);
+    if (queue) queue.push(...items);
+    else this.byKey.set(key, items);
+    this.size += items.length;
+  }
+
+  /** Up to `maxTexts` items and `maxTokens` tokens (at least one item), one key at a time in turn. */
+  take(maxTexts: number, maxTokens: number): Item[] {
+    const taken: Item[] = [];
+    let tokens = 0;
+    while (this.size > 0 && taken.length < maxTexts) {
+      const [key, queue] = this.byKey.entries().next().value as [string, Item[]];
+      const head = queue[0]!;
+      if (taken.length > 0 && tokens + head.tokens > maxTokens) break;
+      queue.shift();
+      this.size--;
+      taken.push(head);
+      tokens += head.tokens;
+      // Re-inserting moves the key to the back of the rotation.
+      this.byKey.delete(key);
+      if (queue.length > 0) this.byKey.set(key, queue);
+    }
+    return taken;
+  }
+
+  dropFailed(): void {
+    for (const [key, queue] of this.byKey) {
+      const kept = queue.filter((item) => !item.job.failed);
+      this.size -= queue.length - kept.length;
+      if (kept.length === 0) this.byKey.delete(key);
+      else this.byKey.set(key, kept);
+    }
+  }
 }
 
 /**
  * Runs one model call at a time over texts pooled from every concurrent caller. Sixty-four Adds
  * of twenty messages each would otherwise start sixty-four small runs that fight over two cores.
- * Each run takes the oldest waiting text and the `maxBatch` texts nearest it in length, so a
- * batch carries little padding (the encoder's cost follows the longest text in it) and no text
- * waits forever. Query texts (searches) run before any queued ingest text.
+ * A run is capped by tokens, not texts (the encoder's cost follows tokens; the inner encoder
+ * sorts a run by length so little goes to padding). Query texts (searches) run before any
+ * queued ingest text, and within each class callers are served fairly by `EmbedOptions.key`.
  */
 export class BatchingEmbedder implements Embedder {
   readonly modelId: string;
   readonly dimensions: number;
   private readonly inner: Embedder;
-  private readonly maxBatch: number;
-  private urgent: Item[] = [];
-  private normal: Item[] = [];
-  private running = false;
+  private readonly maxTexts: number;
+  private readonly maxTokens: number;
+  private readonly tokensPerTextMax: number;
+  private readonly urgent = new FairQueue();
+  private readonly normal = new FairQueue();
+  private readonly maxInFlight: number;
+  private inFlight = 0;
 
-  constructor(inner: Embedder, options: { maxBatch?: number } = {}) {
+  constructor(inner: Embedder, options: BatchingOptions = {}) {
     this.inner = inner;
     this.modelId = inner.modelId;
     this.dimensions = inner.dimensions;
-    this.maxBatch = options.maxBatch ?? 64;
+    this.maxTexts = options.maxTexts ?? 256;
+    this.maxTokens = options.maxTokens ?? DEFAULT_RUN_TOKENS;
+    this.tokensPerTextMax = options.tokensPerTextMax ?? 128;
+    this.maxInFlight = options.maxInFlight ?? 1;
   }
 
   ready(): Promise<void> {
@@ -50,51 +130,51 @@ export class BatchingEmbedder implements Embedder {
     return new Promise((resolve, reject) => {
       const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject };
       const queue = options.priority === 'query' ? this.urgent : this.normal;
-      texts.forEach((text, index) => queue.push({ job, index, text }));
-      void this.drain();
+      queue.push(
+        options.key ?? '',
+        texts.map((text, index) => ({ job, index, text, tokens: this.estimateTokens(text) })),
+      );
+      this.drain();
     });
   }
 
-  private async drain(): Promise<void> {
-    if (this.running) return;
-    this.running = true;
-    try {
-      for (;;) {
-        const batch = this.takeBatch();
-        if (batch.length === 0) return;
-        try {
-          const vectors = await this.inner.embed(batch.map((item) => item.text));
-          batch.forEach((item, i) => {
-            const { job } = item;
-            if (job.failed) return;
-            job.vectors[item.index] = vectors[i];
-            if (--job.remaining === 0) job.resolve(job.vectors);
-          });
-        } catch (error) {
-          for (const { job } of batch) {
-            if (job.failed) continue;
-            job.failed = true;
-            job.reject(error);
-          }
-          // The failed callers' other texts need not run.
-          this.urgent = this.urgent.filter((item) => !item.job.failed);
-          this.normal = this.normal.filter((item) => !item.job.failed);
-        }
-      }
-    } finally {
-      this.running = false;
+  /** 2 for the start/end pieces plus the text's share, never more than the encoder reads. */
+  private estimateTokens(text: string): number {
+    return Math.min(this.tokensPerTextMax, 2 + Math.ceil(text.length / CHARS_PER_TOKEN));
+  }
+
+  /** Starts runs while fewer than maxInFlight are out; each finished run starts the next. */
+  private drain(): void {
+    while (this.inFlight < this.maxInFlight) {
+      const queue = this.urgent.size > 0 ? this.urgent : this.normal;
+      const batch = queue.take(this.maxTexts, this.maxTokens);
+      if (batch.length === 0) return;
+      this.inFlight++;
+      void this.run(batch).finally(() => {
+        this.inFlight--;
+        this.drain();
+      });
     }
   }
 
-  private takeBatch(): Item[] {
-    if (this.urgent.length > 0) return this.urgent.splice(0, this.maxBatch);
-    if (this.normal.length <= this.maxBatch) return this.normal.splice(0, this.normal.length);
-    const oldest = this.normal[0];
-    const byLength = [...this.normal].sort((a, b) => a.text.length - b.text.length);
-    const at = byLength.indexOf(oldest);
-    const start = Math.max(0, Math.min(at - (this.maxBatch >> 1), byLength.length - this.maxBatch));
-    const taken = new Set(byLength.slice(start, start + this.maxBatch));
-    this.normal = this.normal.filter((item) => !taken.has(item));
-    return [...taken];
+  private async run(batch: Item[]): Promise<void> {
+    try {
+      const vectors = await this.inner.embed(batch.map((item) => item.text));
+      batch.forEach((item, i) => {
+        const { job } = item;
+        if (job.failed) return;
+        job.vectors[item.index] = vectors[i]!;
+        if (--job.remaining === 0) job.resolve(job.vectors);
+      });
+    } catch (error) {
+      for (const { job } of batch) {
+        if (job.failed) continue;
+        job.failed = true;
+        job.reject(error);
+      }
+      // The failed callers' other texts need not run.
+      this.urgent.dropFailed();
+      this.normal.dropFailed();
+    }
   }
 }

@@ -1,11 +1,16 @@
 import type { Config } from '../config.js';
+import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION } from '../config.js';
 import { BatchingEmbedder } from './batching-embedder.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { HttpEmbedder } from './http-embedder.js';
+import { QueryVectorCache } from './query-vector-cache.js';
 import { WorkerEmbedder } from './worker-embedder.js';
 
-export function createEmbedder(config: Pick<Config, 'embedder' | 'modelDir' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'>): Embedder {
+type EmbedderConfig = Pick<Config, 'embedder' | 'modelDir' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'> &
+  Partial<Pick<Config, 'modelPrecision' | 'encoderThreads'>>;
+
+export function createEmbedder(config: EmbedderConfig): Embedder {
   switch (config.embedder) {
     case 'hash':
       return new HashEmbedder({ dimensions: config.embedderDimensions });
@@ -13,8 +18,14 @@ export function createEmbedder(config: Pick<Config, 'embedder' | 'modelDir' | 'e
       if (!config.embedderUrl || !config.embedderModel || !config.embedderDimensions) {
         throw new Error('The http embedder needs MEMORYPOOL_EMBEDDER_URL, MEMORYPOOL_EMBEDDER_MODEL and MEMORYPOOL_EMBEDDER_DIMENSIONS');
       }
-      return new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey }));
+      return new QueryVectorCache(
+        new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey })),
+      );
     case 'onnx':
-      return new BatchingEmbedder(new WorkerEmbedder({ modelDir: config.modelDir }));
+      return new QueryVectorCache(
+        new BatchingEmbedder(
+          new WorkerEmbedder({ modelDir: config.modelDir, precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION, intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS }),
+        ),
+      );
   }
 }

@@ -20,4 +20,10 @@ export interface Embedder {
 export interface EmbedOptions {
   /** `query`: a search waits on it, so it goes ahead of queued ingest work where batching applies. */
   priority?: 'query' | 'ingest';
+  /**
+   * Fairness key (the user id): where batching applies, waiting texts are served round-robin by
+   * key within each priority, so one caller's flood does not delay the others. Default: one
+   * shared key.
+   */
+  key?: string;
 }

@@ -2,18 +2,23 @@ import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { PreTrainedModel, Tensor } from '@xenova/transformers';
+import type { InferenceSession } from 'onnxruntime-node';
 import { createError } from '../errors.js';
 import type { Embedder } from './embedder.js';
 
 /**
  * The default embedder: Universal Sentence Encoder lite, converted to ONNX at install time by
- * scripts/build-model.ts and run through @xenova/transformers (onnxruntime-node), fully offline.
+ * scripts/build-model.ts (a float model and an int8 one) and run through onnxruntime-node,
+ * fully offline.
  *
- * Tokenization is done here rather than by transformers.js's Unigram tokenizer: the original
- * tokenizer (tfjs-models' port of SentencePiece) breaks score ties the other way and has a
- * start-of-text quirk, so runs such as "!!!!!!!" or a leading ":)" would get different ids. This
- * class reproduces it exactly, so vectors match the original TF.js model.
+ * Tokenization is done here rather than by a generic Unigram tokenizer: the original tokenizer
+ * (tfjs-models' port of SentencePiece) breaks score ties the other way and has a start-of-text
+ * quirk, so runs such as "!!!!!!!" or a leading ":)" would get different ids. This class
+ * reproduces it exactly, so vectors match the original TF.js model.
+ *
+ * The session is created here, not through @xenova/transformers, so that its settings (threads)
+ * are ours and a run fetches only the sentence vector, not the [batch, seq, 512] broadcast the
+ * graph also outputs for transformers.js's pipeline.
  */
 
 /** Must equal MODEL_FORMAT in scripts/build-model.ts; part of modelId so a change forces re-embedding. */
@@ -21,28 +26,75 @@ const MODEL_FORMAT = 1;
 const MODEL_NAME = 'use-lite';
 const DIMENSIONS = 512;
 const DEFAULT_BATCH_SIZE = 64;
-const REQUIRED_FILES = ['config.json', 'tokenizer.json', 'onnx/model.onnx'];
+/**
+ * Padded tokens (rows × longest row) per forward pass. A pass cannot be interrupted, so this
+ * bounds how long a query waits behind ingest work already on the encoder; past about 2k tokens
+ * larger passes are no faster per token.
+ */
+const DEFAULT_BATCH_TOKENS = 2048;
+
+export type ModelPrecision = 'fp32' | 'int8';
+export const MODEL_PRECISIONS: readonly ModelPrecision[] = ['fp32', 'int8'];
+/** The ONNX file of each precision inside the model directory; build-model writes both. */
+export const MODEL_FILES: Record<ModelPrecision, string> = { fp32: 'onnx/model.onnx', int8: 'onnx/model_int8.onnx' };
+
+/**
+ * The encoder reads at most 128 tokens; no token takes more than a few characters, so it never
+ * needs more than the first 4,096 characters of a text. Cutting there first keeps a 7 MB text
+ * as cheap to tokenize as a short one. (A text whose first 4,096 characters are one run of
+ * unknown characters is the only kind whose tokens this changes: such a run is one token.)
+ */
+export const MAX_TEXT_CHARS = 4096;
 
 export interface OnnxEmbedderOptions {
-  /** Directory holding config.json, tokenizer.json and onnx/model.onnx. Default: <package>/models/use-lite. */
+  /** Directory holding config.json, tokenizer.json and the ONNX files. Default: <package>/models/use-lite. */
   modelDir?: string;
-  /** Texts per forward pass. Default 64. */
+  /** Which build of the model to run. Default fp32. */
+  precision?: ModelPrecision;
+  /** Most texts per forward pass. Default 64. */
   batchSize?: number;
+  /** Most padded tokens (rows × longest) per forward pass. Default 2048. */
+  batchTokens?: number;
+  /** onnxruntime intra-op threads; unset lets onnxruntime use every core. */
+  intraOpThreads?: number;
+}
+
+/**
+ * A first, shorter cut tried before MAX_TEXT_CHARS: English runs about 4 characters a token, so
+ * 1,024 characters usually hold well over 128 tokens and tokenizing them costs a quarter.
+ */
+const FIRST_CUT_CHARS = 1024;
+/** Tokens past maxTokens a cut must yield to be used: the segmentation near a cut may differ. */
+const CUT_MARGIN_TOKENS = 16;
+
+/** The start of `text` the encoder can read: at most `limit` chars, never half a surrogate pair. */
+export function encoderPrefix(text: string, limit = MAX_TEXT_CHARS): string {
+  if (text.length <= limit) return text;
+  const cut = text.charCodeAt(limit - 1) >= 0xd800 && text.charCodeAt(limit - 1) <= 0xdbff ? limit - 1 : limit;
+  return text.slice(0, cut);
 }
 
 export class OnnxEmbedder implements Embedder {
-  readonly modelId = `use-lite-onnx@${MODEL_FORMAT}`;
+  readonly modelId: string;
   readonly dimensions = DIMENSIONS;
   readonly modelDir: string;
+  readonly precision: ModelPrecision;
   private readonly batchSize: number;
+  private readonly batchTokens: number;
+  private readonly intraOpThreads: number | undefined;
   private loading: Promise<Loaded> | null = null;
   private closed = false;
 
   constructor(options: OnnxEmbedderOptions = {}) {
     this.modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models', MODEL_NAME));
-    const batchSize = options.batchSize ?? DEFAULT_BATCH_SIZE;
-    if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError(`batchSize must be a positive integer, got ${batchSize}`);
-    this.batchSize = batchSize;
+    this.precision = options.precision ?? 'fp32';
+    if (!MODEL_PRECISIONS.includes(this.precision)) throw new RangeError(`precision must be one of ${MODEL_PRECISIONS.join(', ')}, got ${String(this.precision)}`);
+    // The int8 model's vectors differ slightly from the float model's, so stored vectors of one
+    // must not be searched with queries of the other: a precision change re-embeds.
+    this.modelId = this.precision === 'fp32' ? `use-lite-onnx@${MODEL_FORMAT}` : `use-lite-onnx-${this.precision}@${MODEL_FORMAT}`;
+    this.batchSize = positiveInt('batchSize', options.batchSize ?? DEFAULT_BATCH_SIZE);
+    this.batchTokens = positiveInt('batchTokens', options.batchTokens ?? DEFAULT_BATCH_TOKENS);
+    this.intraOpThreads = options.intraOpThreads === undefined ? undefined : positiveInt('intraOpThreads', options.intraOpThreads);
   }
 
   ready(): Promise<void> {
@@ -51,7 +103,8 @@ export class OnnxEmbedder implements Embedder {
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     texts.forEach((text, i) => {
-      if (typeof text !== 'string' || text.trim().length === 0) {
+      // /\S/ stops at the first visible character; trim() would copy a 7 MB text.
+      if (typeof text !== 'string' || !/\S/.test(text)) {
         throw new RangeError(`OnnxEmbedder.embed: text ${i} is empty or whitespace-only; callers must not send such texts`);
       }
     });
@@ -59,19 +112,23 @@ export class OnnxEmbedder implements Embedder {
     const { tokenizer, maxTokens } = loaded;
     if (texts.length === 0) return [];
 
-    const ids = texts.map((t) => tokenizer.encode(t).slice(0, maxTokens));
-    // Sorting all texts by token count (not only within a batch) puts similar lengths together, so
+    const ids = texts.map((t) => encodeIds(tokenizer, t, maxTokens));
+    // Sorting all texts by token count (not only within a pass) puts similar lengths together, so
     // little compute goes to padding; `out` restores input order.
     const order = ids.map((_, i) => i).sort((a, b) => ids[a]!.length - ids[b]!.length);
     const out = new Array<Float32Array>(texts.length);
-    for (let start = 0; start < order.length; start += this.batchSize) {
-      if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve)); // let the server breathe
+    for (let start = 0; start < order.length; ) {
+      if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve)); // let the thread breathe
       if (this.closed) throw createError('EMBEDDER_UNAVAILABLE', 'OnnxEmbedder was closed');
-      const batch = order.slice(start, start + this.batchSize);
+      // Sorted ascending, so the newest row is the longest: rows × its length is the pass's cost.
+      let end = start + 1;
+      while (end < order.length && end - start < this.batchSize && (end - start + 1) * Math.max(1, ids[order[end]!]!.length) <= this.batchTokens) end++;
+      const batch = order.slice(start, end);
       const vectors = await runBatch(loaded, batch.map((i) => ids[i]!));
       batch.forEach((textIndex, row) => {
         out[textIndex] = vectors[row]!;
       });
+      start = end;
     }
     return out;
   }
@@ -80,18 +137,14 @@ export class OnnxEmbedder implements Embedder {
     this.closed = true;
     const loading = this.loading;
     this.loading = null;
-    if (!loading) return;
-    try {
-      await (await loading).model.dispose();
-    } catch {
-      // A model that failed to load has nothing to release.
-    }
+    // onnxruntime-node 1.14 has no release(): the native session goes with its last reference.
+    await loading?.catch(() => undefined);
   }
 
   private load(): Promise<Loaded> {
     if (this.closed) return Promise.reject(createError('EMBEDDER_UNAVAILABLE', 'OnnxEmbedder was closed'));
     if (!this.loading) {
-      const loading = loadSerially(this.modelDir);
+      const loading = loadModel(this.modelDir, this.precision, this.intraOpThreads);
       this.loading = loading;
       // A failed load is not cached: the files may be built later (npm run build:model).
       loading.catch(() => {
@@ -102,27 +155,31 @@ export class OnnxEmbedder implements Embedder {
   }
 }
 
+/** The first maxTokens ids of `text`, tokenizing no more of it than that needs. */
+function encodeIds(tokenizer: UseLiteTokenizer, text: string, maxTokens: number): number[] {
+  const first = encoderPrefix(text, FIRST_CUT_CHARS);
+  if (first.length < text.length) {
+    const ids = tokenizer.encode(first);
+    if (ids.length >= maxTokens + CUT_MARGIN_TOKENS) return ids.slice(0, maxTokens);
+  }
+  return tokenizer.encode(encoderPrefix(text)).slice(0, maxTokens);
+}
+
+function positiveInt(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
+  return value;
+}
+
 interface Loaded {
-  model: PreTrainedModel;
-  Tensor: typeof Tensor;
+  session: InferenceSession;
+  Tensor: typeof import('onnxruntime-node').Tensor;
   tokenizer: UseLiteTokenizer;
   maxTokens: number;
 }
 
-let loadQueue: Promise<unknown> = Promise.resolve();
-
-/**
- * transformers.js reads its model path from a process-wide `env`, so two embedders with different
- * model directories must not load at the same time.
- */
-function loadSerially(modelDir: string): Promise<Loaded> {
-  const next = loadQueue.then(() => loadModel(modelDir));
-  loadQueue = next.catch(() => undefined);
-  return next;
-}
-
-async function loadModel(modelDir: string): Promise<Loaded> {
-  const missing = REQUIRED_FILES.filter((f) => !existsSync(path.join(modelDir, f)));
+async function loadModel(modelDir: string, precision: ModelPrecision, intraOpThreads: number | undefined): Promise<Loaded> {
+  const modelFile = MODEL_FILES[precision];
+  const missing = ['config.json', 'tokenizer.json', modelFile].filter((f) => !existsSync(path.join(modelDir, f)));
   if (missing.length > 0) {
     throw createError(
       'EMBEDDER_UNAVAILABLE',
@@ -144,21 +201,27 @@ async function loadModel(modelDir: string): Promise<Loaded> {
   if (!Array.isArray(vocab)) throw createError('EMBEDDER_UNAVAILABLE', `${modelDir}/tokenizer.json has no Unigram vocab; run \`npm run build:model\``);
 
   // Imported on first use: loading onnxruntime costs time that tests using other embedders skip.
-  const { AutoModel, Tensor, env } = await import('@xenova/transformers');
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  // transformers.js resolves `<localModelPath><name>/...`; the trailing separator matters.
-  env.localModelPath = `${path.dirname(modelDir)}${path.sep}`;
-  let model: PreTrainedModel;
+  // CommonJS whose named exports Node cannot detect statically: under plain Node only `default`
+  // holds them; loaders with their own interop (tsx, vitest) may hand them over directly.
+  const imported = (await import('onnxruntime-node')) as typeof import('onnxruntime-node') & { default?: typeof import('onnxruntime-node') };
+  const ort = imported.default ?? imported;
+  let session: InferenceSession;
   try {
-    model = await AutoModel.from_pretrained(path.basename(modelDir), { quantized: false, local_files_only: true });
+    session = await ort.InferenceSession.create(path.join(modelDir, modelFile), {
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+      ...(intraOpThreads === undefined ? {} : { intraOpNumThreads: intraOpThreads }),
+    });
   } catch (cause) {
-    throw createError('EMBEDDER_UNAVAILABLE', `Could not load the ONNX model from ${modelDir}: ${(cause as Error).message}; run \`npm run build:model\``, { cause });
+    throw createError('EMBEDDER_UNAVAILABLE', `Could not load the ONNX model from ${path.join(modelDir, modelFile)}: ${(cause as Error).message}; run \`npm run build:model\``, { cause });
   }
-  return { model, Tensor, tokenizer: new UseLiteTokenizer(vocab), maxTokens: config.max_position_embeddings ?? 128 };
+  if (!session.outputNames.includes('sentence_embedding')) {
+    throw createError('EMBEDDER_UNAVAILABLE', 'The ONNX model has no sentence_embedding output; run `npm run build:model`');
+  }
+  return { session, Tensor: ort.Tensor, tokenizer: new UseLiteTokenizer(vocab), maxTokens: config.max_position_embeddings ?? 128 };
 }
 
-async function runBatch({ model, Tensor }: Loaded, batch: number[][]): Promise<Float32Array[]> {
+async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise<Float32Array[]> {
   const seq = Math.max(...batch.map((ids) => ids.length));
   const inputIds = new BigInt64Array(batch.length * seq); // pads with id 0, masked out below
   const mask = new BigInt64Array(batch.length * seq);
@@ -169,14 +232,15 @@ async function runBatch({ model, Tensor }: Loaded, batch: number[][]): Promise<F
     });
   });
   const dims = [batch.length, seq];
-  const output = (await model({
-    input_ids: new Tensor('int64', inputIds, dims),
-    attention_mask: new Tensor('int64', mask, dims),
-  })) as Record<string, { data: Float32Array; dims: number[] } | undefined>;
+  const output = await session.run(
+    { input_ids: new Tensor('int64', inputIds, dims), attention_mask: new Tensor('int64', mask, dims) },
+    ['sentence_embedding'],
+  );
   const sentence = output.sentence_embedding;
   if (!sentence || sentence.dims[1] !== DIMENSIONS) throw createError('EMBEDDER_UNAVAILABLE', 'The ONNX model has no sentence_embedding output; run `npm run build:model`');
+  const data = sentence.data as Float32Array;
   // The graph already L2-normalises; renormalising in float32 here only guards the contract.
-  return batch.map((_, row) => normalise(sentence.data.slice(row * DIMENSIONS, (row + 1) * DIMENSIONS)));
+  return batch.map((_, row) => normalise(data.slice(row * DIMENSIONS, (row + 1) * DIMENSIONS)));
 }
 
 function normalise(v: Float32Array): Float32Array {

@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createError } from '../errors.js';
 import type { Embedder } from './embedder.js';
-import { OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.js';
+import { encoderPrefix, OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.js';
 
 interface Pending {
   count: number;
@@ -47,7 +47,8 @@ export class WorkerEmbedder implements Embedder {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { count: texts.length, resolve, reject });
-      this.worker!.postMessage({ id, texts });
+      // Only what the encoder reads crosses to the thread: a 7 MB text is not copied whole.
+      this.worker!.postMessage({ id, texts: texts.map((text) => encoderPrefix(text)) });
     });
   }
 

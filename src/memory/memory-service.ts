@@ -172,7 +172,7 @@ export class MemoryService {
     return this.track(async () => {
       const now = Date.now();
       const unit: UnitText = { text: input.text.trim(), timeMs: now, tags: input.tags };
-      const [vector] = await this.embed([denseText(unit)]);
+      const [vector] = await this.embed([denseText(unit)], 'ingest', input.userId);
       const draft: UnitDraft = {
         record: {
           id: randomUUID(),
@@ -226,7 +226,7 @@ export class MemoryService {
       const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
-      const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query');
+      const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
       const prepared: PreparedText[] = texts.map((text, i) => ({ terms: analyze(text), vector: vectors[i] }));
       const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
       if (request.tag) wantedTags.add(request.tag.toLowerCase());
@@ -474,7 +474,7 @@ export class MemoryService {
       const parts = splitIntoUnits(message.content);
       parts.forEach((text, part) => drafts.push({ unit: { text, role: message.role.trim(), timeMs }, messageIndex, part, parts: parts.length }));
     });
-    const vectors = await this.embed(drafts.map((draft) => denseText(draft.unit)));
+    const vectors = await this.embed(drafts.map((draft) => denseText(draft.unit)), 'ingest', input.userId);
     const createdAt = new Date(receivedAt).toISOString();
     const units: UnitDraft[] = drafts.map((draft, i) => ({
       record: {
@@ -531,10 +531,11 @@ export class MemoryService {
     return null;
   }
 
-  private async embed(texts: string[], priority: 'query' | 'ingest' = 'ingest'): Promise<Float32Array[]> {
+  /** `key` (the user id) lets the embedder serve users fairly: one user's flood does not delay the others. */
+  private async embed(texts: string[], priority: 'query' | 'ingest' = 'ingest', key?: string): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     try {
-      return await this.embedder.embed(texts, { priority });
+      return await this.embedder.embed(texts, { priority, key });
     } catch (error) {
       if (isAppError(error)) throw error;
       throw createError('EMBEDDER_UNAVAILABLE', `Embedder failed: ${errorMessage(error)}`, { cause: error });

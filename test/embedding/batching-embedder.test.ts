@@ -27,7 +27,7 @@ class RecordingEmbedder implements Embedder {
 describe('BatchingEmbedder', () => {
   it('merges concurrent callers into one model call and gives each its own vectors', async () => {
     const inner = new RecordingEmbedder();
-    const embedder = new BatchingEmbedder(inner, { maxBatch: 100 });
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 100, maxInFlight: 1 });
     const reference = new HashEmbedder({ dimensions: 16 });
     const requests = Array.from({ length: 10 }, (_, i) => [`text ${i} a`, `text ${i} b`]);
     const results = await Promise.all(requests.map((texts) => embedder.embed(texts)));
@@ -37,7 +37,7 @@ describe('BatchingEmbedder', () => {
 
   it('respects the batch size and serves queries ahead of queued ingest work', async () => {
     const inner = new RecordingEmbedder();
-    const embedder = new BatchingEmbedder(inner, { maxBatch: 4 });
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxInFlight: 1 });
     const ingest = Array.from({ length: 4 }, (_, i) => embedder.embed([`ingest ${i} a`, `ingest ${i} b`, `ingest ${i} c`]));
     const query = embedder.embed(['the query'], { priority: 'query' });
     await Promise.all([...ingest, query]);
@@ -46,9 +46,62 @@ describe('BatchingEmbedder', () => {
     expect(Math.max(...inner.calls.map((call) => call.length))).toBeLessThanOrEqual(4);
   });
 
+  it('caps a run by estimated tokens, not texts, and still runs a text longer than the cap', async () => {
+    const inner = new RecordingEmbedder();
+    // 2 + ceil(30 / 3) = 12 tokens per text below; 40 tokens fit three of them.
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 100, maxTokens: 40 });
+    const texts = Array.from({ length: 7 }, (_, i) => `${'x'.repeat(27)} ${i}`.padEnd(30, '.'));
+    const huge = 'y'.repeat(10_000);
+    await Promise.all([embedder.embed(texts), embedder.embed([huge])]);
+    expect(inner.calls.map((call) => call.length)).toEqual([3, 3, 1, 1]);
+    // The huge text is counted at the encoder's 128-token limit, alone in its run.
+    expect(inner.calls[3]).toEqual([huge]);
+  });
+
+  it("serves callers round-robin by key, so one key's flood does not hold up another's texts", async () => {
+    const inner = new RecordingEmbedder();
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxInFlight: 1 });
+    const flood = embedder.embed(Array.from({ length: 40 }, (_, i) => `flood ${i}`), { key: 'user-a' });
+    const other = embedder.embed(['other 0', 'other 1'], { key: 'user-b' });
+    const queryA = embedder.embed(Array.from({ length: 6 }, (_, i) => `query a ${i}`), { key: 'user-a', priority: 'query' });
+    const queryB = embedder.embed(['query b'], { key: 'user-b', priority: 'query' });
+    await Promise.all([flood, other, queryA, queryB]);
+    const order = inner.calls.flat();
+    const at = (text: string) => order.indexOf(text);
+    // The first run had started with the flood alone; then queries, user-b's in the first query run.
+    expect(inner.calls[0]).toEqual(['flood 0', 'flood 1', 'flood 2', 'flood 3']);
+    expect(inner.calls[1]).toContain('query b');
+    expect(at('query b')).toBeLessThan(at('query a 5'));
+    // Ingest resumes alternating the two keys: user-b's two texts go in the next ingest run.
+    expect(inner.calls[3]).toEqual(['flood 4', 'other 0', 'flood 5', 'other 1']);
+    expect(at('other 1')).toBeLessThan(at('flood 6'));
+  });
+
+  it('keeps up to maxInFlight runs at the inner embedder at once', async () => {
+    let open = 0;
+    let most = 0;
+    const inner = new RecordingEmbedder();
+    const slow: Embedder = {
+      modelId: 'slow',
+      dimensions: 16,
+      ready: async () => undefined,
+      close: async () => undefined,
+      embed: async (texts) => {
+        most = Math.max(most, ++open);
+        const vectors = await inner.embed(texts);
+        open--;
+        return vectors;
+      },
+    };
+    const embedder = new BatchingEmbedder(slow, { maxTexts: 2, maxInFlight: 2 });
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => embedder.embed([`text ${i} a`, `text ${i} b`])));
+    expect(most).toBe(2);
+    expect(results.flat()).toHaveLength(10);
+  });
+
   it('fails only the callers of a failed call', async () => {
     const inner = new RecordingEmbedder();
-    const embedder = new BatchingEmbedder(inner, { maxBatch: 2 });
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 2 });
     inner.failNext = true;
     const first = embedder.embed(['a', 'b']);
     const second = embedder.embed(['c']);

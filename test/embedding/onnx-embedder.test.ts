@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OnnxEmbedder, UseLiteTokenizer } from '../../src/embedding/onnx-embedder.js';
+import { encoderPrefix, MAX_TEXT_CHARS, OnnxEmbedder, UseLiteTokenizer } from '../../src/embedding/onnx-embedder.js';
 
 // Uses the real model in models/use-lite, built by `npm run build:model` (part of npm install).
 
@@ -78,6 +78,66 @@ describe('OnnxEmbedder', () => {
     const [a, b] = await embedder.embed([long, `${long} and some more words at the end`]);
     // Both are cut to the same first 128 tokens.
     expect(dot(a!, b!)).toBeGreaterThan(0.99999);
+  });
+
+  it('reads at most MAX_TEXT_CHARS of a huge text, so it costs what a normal one does', async () => {
+    const huge = 'I went hiking with my sister near the lake last summer. '.repeat(130_000); // ~7 MB
+    expect(encoderPrefix(huge).length).toBe(MAX_TEXT_CHARS);
+    // Before the cut, tokenizing 7 MB took tens of seconds (timings: bench/README.md).
+    const [v] = await embedder.embed([huge]);
+    const [prefix] = await embedder.embed([huge.slice(0, MAX_TEXT_CHARS)]);
+    expect(dot(v!, prefix!)).toBeGreaterThan(0.99999);
+  });
+
+  it('gives a long text the ids of its whole prefix when it tokenizes only the first 1,024 characters', async () => {
+    const vocab = (JSON.parse(readFileSync(path.join(embedder.modelDir, 'tokenizer.json'), 'utf8')) as { model: { vocab: [string, number][] } }).model.vocab;
+    const tokenizer = new UseLiteTokenizer(vocab);
+    const long = Array.from({ length: 200 }, (_, i) => `On day ${i} we talked about painting, hiking and the kids' school.`).join(' ');
+    const [fast] = await embedder.embed([long]);
+    // What the encoder would get from the whole 4,096-character prefix.
+    const ids = tokenizer.encode(long.slice(0, MAX_TEXT_CHARS)).slice(0, 128);
+    const [viaIds] = await embedder.embed([long.slice(0, 1024)]);
+    expect(tokenizer.encode(long.slice(0, 1024)).slice(0, 128)).toEqual(ids);
+    expect(dot(fast!, viaIds!)).toBeGreaterThan(0.99999);
+  });
+
+  it('never cuts a surrogate pair in half', () => {
+    const text = `${'a'.repeat(MAX_TEXT_CHARS - 1)}😀tail`;
+    expect(encoderPrefix(text)).toBe('a'.repeat(MAX_TEXT_CHARS - 1));
+    expect(encoderPrefix('short 😀')).toBe('short 😀');
+  });
+
+  it('splits passes by padded tokens and gives the same vectors', async () => {
+    const texts = Array.from({ length: 12 }, (_, i) => `${'some words '.repeat(i + 1)}end ${i}`);
+    const tight = new OnnxEmbedder({ batchTokens: 40 });
+    try {
+      const split = await tight.embed(texts);
+      const whole = await embedder.embed(texts);
+      split.forEach((v, i) => expect(dot(v, whole[i]!)).toBeGreaterThan(0.99999));
+    } finally {
+      await tight.close();
+    }
+  });
+
+  it('runs the int8 build close to the float one, under its own model id', async () => {
+    const int8 = new OnnxEmbedder({ precision: 'int8' });
+    try {
+      const texts = ['I love my dog', 'We are planning a trip to Japan in May.', 'Hello world.'];
+      const [a, b] = [await embedder.embed(texts), await int8.embed(texts)];
+      expect(int8.modelId).not.toBe(embedder.modelId);
+      a.forEach((v, i) => {
+        expect(Math.sqrt(dot(b[i]!, b[i]!))).toBeCloseTo(1, 5);
+        expect(dot(v, b[i]!)).toBeGreaterThan(0.98);
+        expect(dot(v, b[i]!)).toBeLessThan(0.999999); // really the quantized model, not the float file
+      });
+    } finally {
+      await int8.close();
+    }
+  });
+
+  it('rejects an unknown precision and bad pass sizes', () => {
+    expect(() => new OnnxEmbedder({ precision: 'fp16' as 'fp32' })).toThrow(/precision/);
+    expect(() => new OnnxEmbedder({ batchTokens: 0 })).toThrow(/batchTokens/);
   });
 
   it('rejects empty and whitespace-only texts', async () => {

@@ -1,0 +1,109 @@
+import onnxProto from 'onnx-proto';
+import type { onnx as OnnxTypes } from 'onnx-proto';
+
+const { onnx } = onnxProto;
+const DT = onnx.TensorProto.DataType;
+
+/**
+ * Dynamic int8 quantization of an ONNX model's weight matmuls, the rewrite onnxruntime's Python
+ * `quantize_dynamic` does (which is not installable here): every MatMul whose right operand is a
+ * 2-D float initializer becomes
+ *
+ *   DynamicQuantizeLinear(A) → MatMulInteger(A_q, W_q, A_zp, W_zp) → Cast(float) → Mul(A_scale·W_scale)
+ *
+ * with W quantized once, here, per output column and symmetrically (zero point 0). onnxruntime
+ * fuses that chain into its DynamicQuantizeMatMul kernel, so activations are quantized per call
+ * and the product runs in integer arithmetic. Matmuls of two activations (attention) stay float.
+ *
+ * Weights use 7 bits (±63), onnxruntime's `reduce_range`: CPUs without VNNI multiply u8×s8 pairs
+ * into saturating int16 sums, and 255·63·2 stays below 32767 where 255·127·2 would not, so the
+ * model gives the same vectors on every x86 CPU.
+ */
+const WEIGHT_MAX = 63;
+
+export interface QuantizeReport {
+  matmuls: number;
+  floatBytes: number;
+  int8Bytes: number;
+}
+
+export function quantizeDynamic(modelBytes: Uint8Array): { bytes: Uint8Array; report: QuantizeReport } {
+  const model = onnx.ModelProto.decode(modelBytes);
+  const graph = model.graph!;
+  const initializers = new Map<string, OnnxTypes.ITensorProto>();
+  for (const init of graph.initializer ?? []) initializers.set(init.name!, init);
+  const consumers = new Map<string, number>();
+  for (const node of graph.node ?? []) for (const input of node.input ?? []) consumers.set(input, (consumers.get(input) ?? 0) + 1);
+
+  const nodes: OnnxTypes.INodeProto[] = [];
+  const report: QuantizeReport = { matmuls: 0, floatBytes: 0, int8Bytes: 0 };
+  const dropped = new Set<string>();
+  for (const node of graph.node ?? []) {
+    const weight = node.opType === 'MatMul' ? initializers.get(node.input![1]!) : undefined;
+    if (!weight || weight.dataType !== DT.FLOAT || weight.dims?.length !== 2) {
+      nodes.push(node);
+      continue;
+    }
+    const [rows, cols] = weight.dims.map(Number) as [number, number];
+    const values = floatData(weight);
+    const { q, scales } = quantizeColumns(values, rows, cols);
+    const base = node.output![0]!;
+    const wq = `${weight.name}_int8`;
+    const ws = `${weight.name}_scale`;
+    const wzp = `${weight.name}_zero_point`;
+    // A weight read by another node too keeps its float copy; none in USE-lite is.
+    if ((consumers.get(weight.name!) ?? 0) === 1) dropped.add(weight.name!);
+    graph.initializer!.push(
+      { name: wq, dims: [rows, cols], dataType: DT.INT8, rawData: Buffer.from(q.buffer, q.byteOffset, q.byteLength) },
+      { name: ws, dims: [cols], dataType: DT.FLOAT, rawData: Buffer.from(scales.buffer, scales.byteOffset, scales.byteLength) },
+      { name: wzp, dims: [cols], dataType: DT.INT8, rawData: Buffer.alloc(cols) },
+    );
+    const aq = `${base}_a_quant`;
+    const as = `${base}_a_scale`;
+    const azp = `${base}_a_zero_point`;
+    nodes.push(
+      { opType: 'DynamicQuantizeLinear', input: [node.input![0]!], output: [aq, as, azp], name: `${base}_quantize_a` },
+      { opType: 'MatMulInteger', input: [aq, wq, azp, wzp], output: [`${base}_int32`], name: `${base}_matmul_integer` },
+      { opType: 'Cast', input: [`${base}_int32`], output: [`${base}_float`], name: `${base}_cast`, attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: DT.FLOAT }] },
+      { opType: 'Mul', input: [as, ws], output: [`${base}_scale`], name: `${base}_scale_product` },
+      { opType: 'Mul', input: [`${base}_float`, `${base}_scale`], output: [base], name: `${base}_rescale` },
+    );
+    report.matmuls++;
+    report.floatBytes += values.length * 4;
+    report.int8Bytes += q.length + cols * 5;
+  }
+  graph.node = nodes;
+  graph.initializer = graph.initializer!.filter((init) => !dropped.has(init.name!));
+  // MatMulInteger and DynamicQuantizeLinear are in opset 10/11; the model's opset 13 covers them.
+  const err = onnx.ModelProto.verify(model);
+  if (err) throw new Error(`invalid quantized ModelProto: ${err}`);
+  return { bytes: onnx.ModelProto.encode(model).finish(), report };
+}
+
+function floatData(tensor: OnnxTypes.ITensorProto): Float32Array {
+  if (tensor.rawData && tensor.rawData.length > 0) {
+    const raw = tensor.rawData;
+    const out = new Float32Array(raw.length / 4);
+    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+    for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(i * 4, true);
+    return out;
+  }
+  return Float32Array.from(tensor.floatData ?? []);
+}
+
+/** Row-major [rows, cols] → int8 weights and one scale per column (symmetric, zero point 0). */
+export function quantizeColumns(values: Float32Array, rows: number, cols: number): { q: Int8Array; scales: Float32Array } {
+  const scales = new Float32Array(cols);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) scales[c] = Math.max(scales[c]!, Math.abs(values[r * cols + c]!));
+  }
+  for (let c = 0; c < cols; c++) scales[c] = scales[c]! > 0 ? scales[c]! / WEIGHT_MAX : 1;
+  const q = new Int8Array(rows * cols);
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < cols; c++) {
+      const v = Math.round(values[r * cols + c]! / scales[c]!);
+      q[r * cols + c] = Math.max(-WEIGHT_MAX, Math.min(WEIGHT_MAX, v));
+    }
+  }
+  return { q, scales };
+}
