@@ -2,7 +2,7 @@
  * A JSON parser that sees numbers as written. The platform's contract rejects `top_k: 100.0`
  * but accepts a timestamp of `1704067200000.0`, and `JSON.parse` cannot tell `100.0` from
  * `100`. This parser records, per object, the keys whose number literal had a fraction or an
- * exponent. It also bounds nesting depth (deep bodies must be a 400, not a stack overflow)
+ * exponent, and reads a literal too large for a double as the largest finite one. It also bounds nesting depth (deep bodies must be a 400, not a stack overflow)
  * and never lets a `__proto__` key reach an object's prototype.
  */
 
@@ -146,8 +146,12 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
     const match = NUMBER.exec(text);
     if (match && match[0].length > 0) {
       pos += match[0].length;
-      const value = Number(match[0]);
-      if (!Number.isFinite(value)) fail('Number out of range');
+      // A literal beyond the double range (`1` and 400 zeros) becomes the largest finite number
+      // of its sign, still marked by how it was written: every numeric field either clamps it
+      // (top_k, limit: the contract clamps an integer above the maximum) or range-checks it
+      // into a 422, where refusing the whole body as malformed JSON would be wrong.
+      const parsed = Number(match[0]);
+      const value = Number.isFinite(parsed) ? parsed : Math.sign(parsed) * Number.MAX_VALUE;
       if ((match[1] || match[2]) && container !== undefined && key !== undefined) {
         let keys = nonIntegerLiterals.get(container);
         if (!keys) nonIntegerLiterals.set(container, (keys = new Set()));

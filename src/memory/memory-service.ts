@@ -13,6 +13,7 @@ import { JsonlStore } from '../store/jsonl-store.js';
 import { decodeVector, encodeVector, type StoredRecord } from '../store/stored-record.js';
 import { readVectorIndexCache, writeVectorIndexCache, type VectorIndexMeta } from '../store/vector-index-cache.js';
 import { Mutex } from './mutex.js';
+import { boundSearchRequest } from './query-bounds.js';
 import type {
   AddOutcome,
   ConversationAdd,
@@ -186,7 +187,8 @@ export class MemoryService {
     }
   }
 
-  async search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+  async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+    const request = boundSearchRequest(unbounded);
     return this.track(async () => {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];
