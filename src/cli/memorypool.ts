@@ -38,8 +38,10 @@ program
   .option('--token <token>', 'require this token on every route but /health (env MEMORYPOOL_TOKEN)')
   .option('--tokens-file <file>', 'JSON file of tokens scoped to user-id prefixes')
   .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
-  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string }) => {
-    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays });
+  .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain); needs --tls-key (env MEMORYPOOL_TLS_CERT)')
+  .option('--tls-key <file>', 'the PEM private key for --tls-cert (env MEMORYPOOL_TLS_KEY)')
+  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; tlsCert?: string; tlsKey?: string }) => {
+    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, tlsCert: options.tlsCert, tlsKey: options.tlsKey });
     await startServer(config, { handleSignals: true });
   });
 
