@@ -23,6 +23,7 @@ export function writtenAsNonInteger(container: unknown, key: string | number): b
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+const STRING_STOP = /["\\\u0000-\u001f]/g;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
 export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
@@ -42,35 +43,36 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
   const parseString = (): string => {
     pos++; // opening quote
     let out = '';
-    let runStart = pos;
-    while (pos < text.length) {
+    for (;;) {
+      // Jump to the next quote, backslash or control character: a regular expression scans a
+      // multi-megabyte string several times faster than a loop over its characters.
+      STRING_STOP.lastIndex = pos;
+      const stop = STRING_STOP.exec(text);
+      if (stop === null) {
+        pos = text.length;
+        return fail('Unterminated string');
+      }
+      out += text.slice(pos, stop.index);
+      pos = stop.index;
       const c = text.charCodeAt(pos);
       if (c === 0x22) {
-        out += text.slice(runStart, pos);
         pos++;
         return out;
       }
-      if (c === 0x5c) {
-        out += text.slice(runStart, pos);
-        const escape = text[pos + 1];
-        if (escape === 'u') {
-          const hex = text.slice(pos + 2, pos + 6);
-          if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('Invalid unicode escape');
-          out += String.fromCharCode(parseInt(hex, 16));
-          pos += 6;
-        } else if (escape !== undefined && escape in ESCAPES) {
-          out += ESCAPES[escape];
-          pos += 2;
-        } else {
-          fail('Invalid escape');
-        }
-        runStart = pos;
-        continue;
+      if (c !== 0x5c) fail('Unescaped control character in string');
+      const escape = text[pos + 1];
+      if (escape === 'u') {
+        const hex = text.slice(pos + 2, pos + 6);
+        if (!/^[0-9a-fA-F]{4}$/.test(hex)) fail('Invalid unicode escape');
+        out += String.fromCharCode(parseInt(hex, 16));
+        pos += 6;
+      } else if (escape !== undefined && escape in ESCAPES) {
+        out += ESCAPES[escape];
+        pos += 2;
+      } else {
+        fail('Invalid escape');
       }
-      if (c < 0x20) fail('Unescaped control character in string');
-      pos++;
     }
-    return fail('Unterminated string');
   };
 
   const parseValue = (depth: number, container?: object, key?: string | number): unknown => {
