@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { checkAdd, checkSearch, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
+import { measureHostileLoad } from './hostile-load.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
 import { addChunks, sessionAdds, strided, loadWorkload, type AddBody, type Conversation, type Workload } from './workload.js';
@@ -133,6 +134,15 @@ async function main(): Promise<void> {
     const encoderAfter = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests);
     await embedder.close();
     const search = await measureSearch(server, client, workload, plan);
+    progress('hostile load: ordinary Searches while one client keeps a hostile request in flight');
+    const hostile = await measureHostileLoad(server, {
+      userIds: search.users.map((user) => user.user_id),
+      questions: workload.conversations.flatMap(questionsOf),
+      clients: 4,
+      windowMs: plan.searchSeconds * 1000,
+      topK: TOP_K,
+      log: progress,
+    });
     const serviceMemory = server.memory();
     client.close();
     const serviceStop = await server.stop();
@@ -155,6 +165,7 @@ async function main(): Promise<void> {
       target('search_single_client_p50', 'single-client Search p50 < 10 ms', single, 'ms', single < 10),
       target('search_32_clients_throughput', '>= 300 Search requests/s at 32 clients', at32, 'req/s', at32 >= 300),
       target('cold_start_100k', 'spawn -> first Search answered < 5 s with 100k memories', big?.cold_start_ms ?? NaN, 'ms', (big?.cold_start_ms ?? Infinity) < 5000),
+      target('hostile_search_p95', `ordinary Search p95 with one hostile request in flight < 2x idle p95 (worst: ${hostile.worst_target_id})`, hostile.worst_target_ratio, 'x idle p95', hostile.worst_target_ratio < 2),
       target('resident_100k', 'RSS < 1 GB (1024 MiB) with 100k memories', big?.rss_mb ?? NaN, 'MiB', (big?.rss_mb ?? Infinity) < 1024),
     ];
     const per = scale.length === 2 ? (scale[1].rss_bytes - scale[0].rss_bytes) / (scale[1].memories - scale[0].memories) : NaN;
@@ -194,6 +205,7 @@ async function main(): Promise<void> {
       },
       encoder,
       search: { ...search, server_rss_mb_after: serviceMemory.rss_mb },
+      hostile,
       scale: {
         users: SCALE_USERS,
         stores: scale,
