@@ -187,3 +187,17 @@ describe('Add size', () => {
     expect(atLimit.statusCode).toBe(200);
   });
 });
+
+describe('MemoryPool memory text', () => {
+  it('a text over 200,000 characters is a 400 on /mem and /invoke, and nothing is stored', async () => {
+    const { app, service } = await build();
+    const text = 'z'.repeat(200_001);
+    const mem = await app.inject(post('/mem', { text, user_id: USER }));
+    expect(mem.statusCode).toBe(400);
+    expect(mem.json().detail.reason).toBe('text: text must be at most 200000 characters');
+    const invoke = await app.inject(post('/invoke', { params: { action: 'add', text, user_id: USER } }));
+    expect(invoke.statusCode).toBe(400);
+    expect(service.count).toBe(0);
+    expect((await app.inject(post('/mem', { text: text.slice(1), user_id: USER }))).statusCode).toBe(201);
+  });
+});
