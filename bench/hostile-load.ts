@@ -7,15 +7,15 @@
  *
  * (also a phase of `npm run bench`). For each hostile kind, `clients` closed-loop clients send
  * ordinary Searches for a window while one more client sends the hostile request back to back,
- * so one is always in flight; their p95 is compared with the same load's idle p95, measured
- * before and after. The largest requests the limits still accept are measured the same way.
+ * so one is always in flight; their p95 is compared with the same load's p95 with nothing
+ * hostile, measured just before (the machine is shared: a baseline taken once drifts). The largest requests the limits still accept are measured the same way.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { MAX_ADD_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from '../src/http/request-limits.js';
+import { MAX_ADD_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../src/http/request-limits.js';
 import { MAX_QUERY_CHARS } from '../src/memory/query-bounds.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type Answer, type LatencyStats } from './http-load.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
@@ -53,7 +53,9 @@ export interface HostileWindow {
   description: string;
   hostile: { requests: number; statuses: Record<string, number>; latency_ms: LatencyStats; expected_status: number };
   normal: { requests: number; errors: number; error_kinds: Record<string, number>; per_s: number; latency_ms: LatencyStats };
-  /** Ordinary p95 during the window over the idle p95. */
+  /** The same ordinary load just before, with nothing hostile: the machine is shared, so each window has its own baseline. */
+  idle: HostileWindow['normal'];
+  /** Ordinary p95 during the window over the idle p95 just before it. */
   p95_ratio_to_idle: number;
   /** One of the issue's three hostile requests (else the largest accepted, for information). */
   target: boolean;
@@ -63,8 +65,6 @@ export interface HostileWindow {
 export interface HostileLoadResult {
   clients: number;
   window_s: number;
-  idle_before: HostileWindow['normal'];
-  idle_after: HostileWindow['normal'];
   windows: HostileWindow[];
   /** The worst p95 ratio over the issue's three hostile requests: the target row's figure. */
   worst_target_ratio: number;
@@ -81,16 +81,29 @@ const HOSTILE_USER = 'bench-hostile-mallory';
 
 function hostileKinds(question: string, topK: number): HostileKind[] {
   const prose = 'Caroline said the support group met again on Tuesday and they talked about adoption, painting and the beach. ';
-  const search = (body: object) => () => JSON.stringify({ user_id: HOSTILE_USER, top_k: topK, ...body });
+  // Serialised once: the bench's own CPU (a 7 MB JSON.stringify per request) would otherwise compete with the server's.
+  const search = (body: object) => {
+    const text = JSON.stringify({ user_id: HOSTILE_USER, top_k: topK, ...body });
+    return () => text;
+  };
   const add = (messages: string[]) => (n: number) =>
     JSON.stringify({ request_id: `hostile-${n}-${Math.random()}`, user_id: HOSTILE_USER, session_id: 'hostile', messages: messages.map((content) => ({ role: 'Mallory', content })) });
   const sevenMbQuery = filler(`${question} ${prose}`, 7 * MB);
   const oneMbMessage = filler(prose, MB);
+  const largestQuery = filler(`${question} ${prose}`, MAX_SEARCH_BODY_BYTES - 1_000);
   const maxMessage = filler(prose, MAX_MESSAGE_CHARS);
   return [
-    { id: 'search_7mb_query', description: 'Search with a 7 MB query', path: '/search', body: search({ query: sevenMbQuery }), expected: 200, target: true },
+    { id: 'search_7mb_query', description: 'Search with a 7 MB query', path: '/search', body: search({ query: sevenMbQuery }), expected: 413, target: true },
     { id: 'search_5000_options', description: 'Search with 5,000 options', path: '/search', body: search({ query: question, options: Array.from({ length: 5_000 }, (_, i) => `${question} (${i})`) }), expected: 422, target: true },
     { id: 'add_1mb_message', description: 'Add of one 1 MB message', path: '/add', body: add([oneMbMessage]), expected: 422, target: true },
+    {
+      id: 'search_largest_body',
+      description: `Search with a query of ${(largestQuery.length / MB).toFixed(2)} MB (the largest Search body accepted; read to ${MAX_QUERY_CHARS} characters)`,
+      path: '/search',
+      body: search({ query: largestQuery }),
+      expected: 200,
+      target: false,
+    },
     {
       id: 'search_query_at_bound',
       description: `Search with a query of ${MAX_QUERY_CHARS} characters (all of it read; the encoder's full 128 tokens)`,
@@ -139,10 +152,9 @@ export async function measureHostileLoad(server: ServerProcess, options: Hostile
     if (checkAdd(seeded) !== null) throw new Error(`could not seed the hostile user: ${seeded.status} ${seeded.text.slice(0, 200)}`);
     // Warm-up (connections, code paths), not a figure.
     await runLoad({ client: normalClient, path: '/search', concurrency: options.clients, nextBody: nextSearch, check: checkSearch, durationMs: 1_000, timeoutMs: 60_000 });
-    const idleBefore = await normalLoad();
-    log(`hostile: idle ${options.clients} clients p50 ${idleBefore.latency_ms.p50} ms, p95 ${idleBefore.latency_ms.p95} ms`);
     const windows: HostileWindow[] = [];
     for (const kind of hostileKinds(options.questions[0], options.topK)) {
+      const idle = await normalLoad();
       const bodies = { next: 0 };
       const answers: Answer[] = [];
       const statuses: Record<string, number> = {};
@@ -172,23 +184,20 @@ export async function measureHostileLoad(server: ServerProcess, options: Hostile
       const window: HostileWindow = {
         id: kind.id,
         description: kind.description,
-        hostile: { requests: answers.length, statuses, latency_ms: latencyStats(answers.map((answer) => answer.ms)), expected_status: kind.expected },
+        hostile: { requests: bodies.next, statuses, latency_ms: latencyStats(answers.map((answer) => answer.ms)), expected_status: kind.expected },
         normal,
-        p95_ratio_to_idle: round(normal.latency_ms.p95 / idleBefore.latency_ms.p95, 2),
+        idle,
+        p95_ratio_to_idle: round(normal.latency_ms.p95 / idle.latency_ms.p95, 2),
         target: kind.target,
         cpu: share,
       };
       windows.push(window);
-      log(`hostile: ${kind.description}: ${answers.length} sent (${Object.entries(statuses).map(([status, count]) => `${count}x ${status}`).join(', ')}, p50 ${window.hostile.latency_ms.p50} ms); ordinary p95 ${normal.latency_ms.p95} ms = ${window.p95_ratio_to_idle}x idle, errors ${normal.errors}`);
+      log(`hostile: ${kind.description}: ${bodies.next} sent (${Object.entries(statuses).map(([status, count]) => `${count}x ${status}`).join(', ')}, p50 ${window.hostile.latency_ms.p50} ms); ordinary p95 ${normal.latency_ms.p95} ms = ${window.p95_ratio_to_idle}x idle (${idle.latency_ms.p95} ms just before), errors ${normal.errors}`);
     }
-    const idleAfter = await normalLoad();
-    log(`hostile: idle again p95 ${idleAfter.latency_ms.p95} ms`);
     const worst = windows.filter((window) => window.target).reduce((a, b) => (b.p95_ratio_to_idle > a.p95_ratio_to_idle ? b : a));
     return {
       clients: options.clients,
       window_s: options.windowMs / 1000,
-      idle_before: idleBefore,
-      idle_after: idleAfter,
       windows,
       worst_target_ratio: worst.p95_ratio_to_idle,
       worst_target_id: worst.id,

@@ -139,7 +139,7 @@ async function main(): Promise<void> {
       userIds: search.users.map((user) => user.user_id),
       questions: workload.conversations.flatMap(questionsOf),
       clients: 4,
-      windowMs: plan.searchSeconds * 1000,
+      windowMs: (mode === 'quick' ? 4 : 10) * 1000,
       topK: TOP_K,
       log: progress,
     });

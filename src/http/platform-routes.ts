@@ -4,7 +4,7 @@ import type { ValidationIssue } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { authorizeUser } from './request-context.js';
 import { writtenAsNonInteger } from './json-body.js';
-import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from './request-limits.js';
+import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from './request-limits.js';
 import { nonBlankString, parseOr422 } from './validation.js';
 
 /** Dates outside ±8.64e15 ms are not representable; they are not a real message time. */
@@ -71,7 +71,7 @@ export function registerPlatformRoutes(app: FastifyInstance, service: MemoryServ
     return { success: true, request_id: body.request_id, user_id: body.user_id, session_id: body.session_id };
   });
 
-  app.post('/search', async (request) => {
+  app.post('/search', { bodyLimit: Math.min(app.initialConfig.bodyLimit ?? MAX_SEARCH_BODY_BYTES, MAX_SEARCH_BODY_BYTES) }, async (request) => {
     const body = parseOr422(searchRequestSchema, request.body, topKLiteralIssues(request.body));
     authorizeUser(request, body.user_id);
     const hits = await service.search({

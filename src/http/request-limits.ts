@@ -8,6 +8,14 @@
  * (src/memory/query-bounds.ts), since every door searches through it.
  */
 
+/**
+ * Bytes in a platform Search's body (or MEMORYPOOL_BODY_LIMIT when smaller): a 413 past it, decided
+ * from the Content-Length before the body is read. A Search reads at most 33 texts of 4,000
+ * characters, so a body of megabytes only costs receiving, decoding and parsing it: ~70 ms of the
+ * event loop for 7 MB, and back to back that doubled other clients' p95 (bench/hostile-load.ts).
+ */
+export const MAX_SEARCH_BODY_BYTES = 2 * 1024 * 1024;
+
 /** Extra query texts in a Search's `options` (each is encoded, analysed and scored like the query). */
 export const MAX_SEARCH_OPTIONS = 32;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Embedder, EmbedOptions } from '../../src/embedding/embedder.js';
-import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from '../../src/http/request-limits.js';
+import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../../src/http/request-limits.js';
 import { boundQueryText, MAX_QUERY_CHARS } from '../../src/memory/query-bounds.js';
 import { build, testEmbedder } from '../helper.js';
 
@@ -114,11 +114,11 @@ describe('query length', () => {
     expect(cut).toBe('😀'.repeat(cut.length / 2));
   });
 
-  it('a 7 MB query and long options are answered, and only their first MAX_QUERY_CHARS reach the encoder', async () => {
+  it('a 1.9 MB query and long options are answered, and only their first MAX_QUERY_CHARS reach the encoder', async () => {
     const embedder = recordingEmbedder();
     const { app } = await seeded({ embedder });
     const encodedBefore = embedder.texts.length;
-    const query = `greyhound ${'x'.repeat(7 * 1024 * 1024)}`;
+    const query = `greyhound ${'x'.repeat(1_900_000)}`;
     const options = ['pixel '.repeat(5_000), 'beach'];
     const response = await app.inject(post('/search', { query, user_id: USER, top_k: 5, options }));
     expect(response.statusCode).toBe(200);
@@ -127,6 +127,25 @@ describe('query length', () => {
     expect(encoded).toHaveLength(3);
     for (const text of encoded) expect(text.length).toBeLessThanOrEqual(MAX_QUERY_CHARS);
     expect(encoded[0].startsWith('greyhound')).toBe(true);
+  });
+
+  it(`a Search body over ${MAX_SEARCH_BODY_BYTES} bytes (a 7 MB query) is a 413 and nothing is encoded; /invoke reads the same query to the bound`, async () => {
+    const embedder = recordingEmbedder();
+    const { app } = await seeded({ embedder });
+    const encodedBefore = embedder.texts.length;
+    const query = `greyhound ${'x'.repeat(7 * 1024 * 1024)}`;
+    const search = await app.inject(post('/search', { query, user_id: USER, top_k: 5 }));
+    expect(search.statusCode).toBe(413);
+    expect(search.json().detail.reason).toMatch(/too large/i);
+    expect(embedder.texts.length).toBe(encodedBefore);
+    const invoke = await app.inject(post('/invoke', { params: { action: 'search', query, user_id: USER } }));
+    expect(invoke.statusCode).toBe(200);
+    expect(embedder.texts.slice(encodedBefore).map((text) => text.length <= MAX_QUERY_CHARS)).toEqual([true]);
+  });
+
+  it('a configured body limit below the Search bound still holds on /search', async () => {
+    const { app } = await build({ bodyLimit: 4096 });
+    expect((await app.inject(post('/search', { query: 'q'.repeat(5_000), user_id: USER, top_k: 5 }))).statusCode).toBe(413);
   });
 
   it('words past the limit do not change the answer (they are not analysed)', async () => {
