@@ -86,8 +86,11 @@ function hostileKinds(question: string, topK: number): HostileKind[] {
     const text = JSON.stringify({ user_id: HOSTILE_USER, top_k: topK, ...body });
     return () => text;
   };
-  const add = (messages: string[]) => (n: number) =>
-    JSON.stringify({ request_id: `hostile-${n}-${Math.random()}`, user_id: HOSTILE_USER, session_id: 'hostile', messages: messages.map((content) => ({ role: 'Mallory', content })) });
+  const add = (messages: string[]) => {
+    const template = JSON.stringify({ request_id: 'REQUEST-ID', user_id: HOSTILE_USER, session_id: 'hostile', messages: messages.map((content) => ({ role: 'Mallory', content })) });
+    const run = Math.random().toString(36).slice(2);
+    return (n: number) => template.replace('REQUEST-ID', `hostile-${run}-${n}`);
+  };
   const sevenMbQuery = filler(`${question} ${prose}`, 7 * MB);
   const oneMbMessage = filler(prose, MB);
   const largestQuery = filler(`${question} ${prose}`, MAX_SEARCH_BODY_BYTES - 1_000);

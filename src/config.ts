@@ -40,7 +40,7 @@ const configSchema = z.object({
   /** An idle keep-alive connection is closed after this (ms). */
   keepAliveTimeoutMs: z.coerce.number().int().positive().default(72_000),
   /** Shed requests (503, retry-after) while the event loop's mean delay exceeds this (ms); 0 never sheds. */
-  maxEventLoopDelayMs: z.coerce.number().int().min(0).default(1_000),
+  maxEventLoopDelayMs: z.coerce.number().int().min(0).default(10_000),
   /** Requests per token per window before 429s; 0 (the default) never limits. */
   rateLimit: z.coerce.number().int().min(0).default(0),
   rateLimitWindowMs: z.coerce.number().int().positive().default(60_000),

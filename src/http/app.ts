@@ -119,7 +119,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) {
+    if (appError.status >= 500 && appError.code !== 'OVERLOADED') {
       request.log.error({ err: { message: (error as Error).message, code: (error as FastifyError).code, stack: (error as Error).stack }, url: request.routeOptions.url }, 'request failed');
     }
     return sendError(reply, appError);
