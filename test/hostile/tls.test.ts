@@ -1,11 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/main.js';
-import { tempDir } from '../helper.js';
+import { register, tempDir } from '../helper.js';
+import { projectRoot } from '../durability/server-process.js';
 import { startEdgeServer } from './edge-server.js';
 
 /** HTTPS served directly (--tls-cert/--tls-key), with a self-signed certificate made for the test by openssl. */
@@ -66,5 +67,35 @@ describe('HTTPS', () => {
   it('reads MEMORYPOOL_TLS_CERT and MEMORYPOOL_TLS_KEY from the environment', () => {
     const config = loadConfig({}, { MEMORYPOOL_TLS_CERT: '/etc/cert.pem', MEMORYPOOL_TLS_KEY: '/etc/key.pem' });
     expect(config).toMatchObject({ tlsCert: '/etc/cert.pem', tlsKey: '/etc/key.pem' });
+  });
+
+  it('memorypool serve --tls-cert --tls-key serves HTTPS', async () => {
+    const { cert, key } = await selfSigned();
+    const dataDir = await tempDir();
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli/memorypool.ts', '--data-dir', dataDir, '--embedder', 'hash', 'serve', '--host', '127.0.0.1', '--port', '0', '--tls-cert', cert, '--tls-key', key],
+      { cwd: projectRoot, env: { ...process.env, MEMORYPOOL_LOG_LEVEL: 'info', MEMORYPOOL_TOKEN: '', MEMORYPOOL_TOKENS_FILE: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    register(async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      await exited;
+    });
+    const url = await new Promise<string>((resolve, reject) => {
+      let stderr = '';
+      const timer = setTimeout(() => reject(new Error(`no listening line within 20 s: ${stderr}`)), 20_000);
+      child.stderr!.setEncoding('utf8');
+      child.stderr!.on('data', (chunk: string) => {
+        stderr += chunk;
+        const match = /"url":"(https?:\/\/[^"]+)"/.exec(stderr);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]);
+        }
+      });
+    });
+    expect(url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(await httpsRequest(`${url}/health`, readFileSync(cert))).toMatchObject({ status: 200, json: { ok: true } });
   });
 });
