@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
+import { measureHostileLoad } from './hostile-load.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { serverEncoder } from './server-encoder.js';
@@ -38,46 +39,6 @@ const MB = 1024 * 1024;
 /** Bare encoder messages/s (LoCoMo turns) at the time issue 12 was filed: its target is twice this. */
 const ENCODER_BASELINE_MESSAGES_PER_S = 278;
 
-
-/**
- * What an optional phase module gets: the service server after the Search phase (its users hold
- * about 700 memories each) and the idle single-client figures to compare with. A module
- * `bench/<name>.ts` exporting `run(context)` is run when it exists; its result goes into the
- * summary under its name, and a `target` it returns becomes a target row. Such a module takes
- * these types with `import type` only: importing this file's code would start a second bench.
- */
-export interface PhaseContext {
-  server: ServerProcess;
-  client: LoopbackClient;
-  workload: Workload;
-  plan: Plan;
-  /** The Search phase's users and one query body per question, as the phase sent them. */
-  searchUsers: string[];
-  idleSearchP95Ms: number;
-  progress: (message: string) => void;
-}
-
-export interface PhaseResult {
-  target?: { id: string; target: string; value: number; unit: string; pass: boolean; note?: string };
-  [figure: string]: unknown;
-}
-
-/** Optional phases, in order, by module name; a missing module leaves its target row "not measured". */
-const OPTIONAL_PHASES: { name: string; target: { id: string; target: string; unit: string } }[] = [
-  { name: 'hostile-load', target: { id: 'search_p95_under_hostile_load', target: 'normal Search p95 while one hostile request is in flight < 2 x its idle p95', unit: 'ratio' } },
-];
-
-async function runOptionalPhase(name: string, context: PhaseContext): Promise<PhaseResult | null> {
-  const file = new URL(`./${name}.js`, import.meta.url);
-  if (!existsSync(fileURLToPath(file))) return null;
-  const phase = (await import(file.href)) as { run: (context: PhaseContext) => Promise<PhaseResult> };
-  try {
-    return await phase.run(context);
-  } catch (error) {
-    warn(`phase ${name} failed: ${(error as Error).message}`);
-    return null;
-  }
-}
 
 export interface Plan {
   addRequests: number;
@@ -213,18 +174,15 @@ async function main(): Promise<void> {
     const search = await measureSearch(server, client, workload, plan);
     const encodeAlone = await measureEncodeAlone(embedder, search.sequential_queries);
     await embedder.close();
-    const phases: Record<string, PhaseResult | null> = {};
-    for (const { name } of OPTIONAL_PHASES) {
-      phases[name] = await runOptionalPhase(name, {
-        server,
-        client,
-        workload,
-        plan,
-        searchUsers: search.users.map((user) => user.user_id),
-        idleSearchP95Ms: search.sequential.latency_ms.p95,
-        progress,
-      });
-    }
+    progress('hostile load: ordinary Searches while one client keeps a hostile request in flight');
+    const hostile = await measureHostileLoad(server, {
+      userIds: search.users.map((user) => user.user_id),
+      questions: workload.conversations.flatMap(questionsOf),
+      clients: 4,
+      windowMs: (mode === 'quick' ? 4 : 10) * 1000,
+      topK: TOP_K,
+      log: progress,
+    });
     const serviceMemory = server.memory();
     client.close();
     const serviceStop = await server.stop();
@@ -264,11 +222,7 @@ async function main(): Promise<void> {
       ),
       target('cold_start_100k', 'spawn -> first Search answered < 2 s with 100k memories', big?.cold_start_ms ?? NaN, 'ms', (big?.cold_start_ms ?? Infinity) < 2000),
       target('resident_100k', 'RSS < 700 MiB with 100k memories', big?.rss_mb ?? NaN, 'MiB', (big?.rss_mb ?? Infinity) < 700),
-      ...OPTIONAL_PHASES.map(({ name, target: row }) => {
-        const given = phases[name]?.target;
-        if (!given) return { ...row, value: null, result: 'not measured', note: `bench/${name}.ts is not there or failed (see warnings)` };
-        return target(given.id, given.target, given.value, given.unit, given.pass, given.note);
-      }),
+      target('hostile_search_p95', `ordinary Search p95 with one hostile request in flight < 2x idle p95 (worst: ${hostile.worst_target_id})`, hostile.worst_target_ratio, 'x idle p95', hostile.worst_target_ratio < 2),
     ];
     const per = scale.length === 2 ? (scale[1].rss_bytes - scale[0].rss_bytes) / (scale[1].memories - scale[0].memories) : NaN;
 
@@ -293,7 +247,7 @@ async function main(): Promise<void> {
       },
       encoder,
       search: { ...search, sequential_queries: search.sequential_queries.length, encode_alone: encodeAlone, server_rss_mb_after: serviceMemory.rss_mb },
-      phases,
+      hostile,
       scale: {
         users: SCALE_USERS,
         stores: scale,

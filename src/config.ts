@@ -44,6 +44,22 @@ const configSchema = z.object({
   databaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL').optional(),
   /** Memory budget (MiB) for the users held in memory; least recently used users are evicted past it. Unset: no limit. */
   cacheMb: z.coerce.number().positive().optional(),
+
+  // The edge: HTTPS, slow clients, overload, rate limits (README "Limits"; src/http/http-server.ts, load-shedding.ts, rate-limit.ts).
+  /** PEM certificate (chain) and private key files: both set serve HTTPS. */
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+  /** Request line and headers must arrive within this (ms): a slow-loris client is cut off, 408. */
+  headersTimeoutMs: z.coerce.number().int().positive().default(10_000),
+  /** The whole request, body included, must arrive within this (ms). */
+  requestTimeoutMs: z.coerce.number().int().positive().default(60_000),
+  /** An idle keep-alive connection is closed after this (ms). */
+  keepAliveTimeoutMs: z.coerce.number().int().positive().default(72_000),
+  /** Shed requests (503, retry-after) while the event loop's mean delay exceeds this (ms); 0 never sheds. */
+  maxEventLoopDelayMs: z.coerce.number().int().min(0).default(10_000),
+  /** Requests per token per window before 429s; 0 (the default) never limits. */
+  rateLimit: z.coerce.number().int().min(0).default(0),
+  rateLimitWindowMs: z.coerce.number().int().positive().default(60_000),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -69,6 +85,14 @@ const ENV_NAMES: Record<keyof Config, string> = {
   retentionDays: 'MEMORYPOOL_RETENTION_DAYS',
   databaseUrl: 'MEMORYPOOL_DATABASE_URL',
   cacheMb: 'MEMORYPOOL_CACHE_MB',
+  tlsCert: 'MEMORYPOOL_TLS_CERT',
+  tlsKey: 'MEMORYPOOL_TLS_KEY',
+  headersTimeoutMs: 'MEMORYPOOL_HEADERS_TIMEOUT_MS',
+  requestTimeoutMs: 'MEMORYPOOL_REQUEST_TIMEOUT_MS',
+  keepAliveTimeoutMs: 'MEMORYPOOL_KEEP_ALIVE_TIMEOUT_MS',
+  maxEventLoopDelayMs: 'MEMORYPOOL_MAX_EVENT_LOOP_DELAY_MS',
+  rateLimit: 'MEMORYPOOL_RATE_LIMIT',
+  rateLimitWindowMs: 'MEMORYPOOL_RATE_LIMIT_WINDOW_MS',
 };
 
 export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {

@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { loadConfig, type Config } from './config.js';
 import { createEmbedder } from './embedding/create-embedder.js';
 import { buildApp } from './http/app.js';
+import { httpServerFactory, isTls } from './http/http-server.js';
 import { Authenticator } from './http/auth.js';
 import { createLogger, type Logger } from './logger.js';
 import { MemoryService } from './memory/memory-service.js';
@@ -16,6 +17,8 @@ export interface RunningServer {
 export async function startServer(config: Config, options: { handleSignals?: boolean } = {}): Promise<RunningServer> {
   const logger = createLogger(config.logLevel);
   const authenticator = Authenticator.fromConfig(config);
+  // Reads the certificate and key now: a bad path fails the start before any data is loaded.
+  const serverFactory = httpServerFactory(config);
   const embedder = createEmbedder(config);
   const service = await MemoryService.open({
     dataDir: config.dataDir,
@@ -25,8 +28,18 @@ export async function startServer(config: Config, options: { handleSignals?: boo
     logger,
     preload: true,
   });
-  const app = await buildApp({ service, authenticator, logger, topKMax: config.topKMax, bodyLimit: config.bodyLimit });
-  const url = await app.listen({ host: config.host, port: config.port });
+  const app = await buildApp({
+    service,
+    authenticator,
+    logger,
+    topKMax: config.topKMax,
+    bodyLimit: config.bodyLimit,
+    serverFactory,
+    loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
+    rateLimit: { max: config.rateLimit, windowMs: config.rateLimitWindowMs },
+  });
+  // Fastify names the scheme from its own `https` option, which a server factory bypasses.
+  const url = (await app.listen({ host: config.host, port: config.port })).replace(/^http:/, isTls(config) ? 'https:' : 'http:');
   logger.info({ url, data_dir: service.dataDir, memories: service.count, embedder: embedder.modelId }, 'memorypool listening');
   if (authenticator.open && !isLoopback(config.host)) {
     logger.warn({ host: config.host }, 'no token configured and listening beyond loopback: anyone who can reach this port can read and write memories (set MEMORYPOOL_TOKEN)');

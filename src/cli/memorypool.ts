@@ -41,8 +41,10 @@ program
   .option('--tokens-file <file>', 'JSON file of tokens scoped to user-id prefixes')
   .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
   .option('--cache-mb <mib>', 'memory budget for the users held in memory (env MEMORYPOOL_CACHE_MB)')
-  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string }) => {
-    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb });
+  .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain); needs --tls-key (env MEMORYPOOL_TLS_CERT)')
+  .option('--tls-key <file>', 'the PEM private key for --tls-cert (env MEMORYPOOL_TLS_KEY)')
+  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string; tlsCert?: string; tlsKey?: string }) => {
+    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb, tlsCert: options.tlsCert, tlsKey: options.tlsKey });
     await startServer(config, { handleSignals: true });
   });
 

@@ -1,11 +1,13 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerFactory } from 'fastify';
 import { AppError, createError, errors, isAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
+import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
 import { registerPlatformRoutes } from './platform-routes.js';
+import { registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { authHook } from './request-context.js';
 
 export interface AppOptions {
@@ -14,6 +16,12 @@ export interface AppOptions {
   logger: Logger;
   topKMax?: number;
   bodyLimit?: number;
+  /** The Node server (HTTPS, slow-client timeouts: src/http/http-server.ts); fastify's plain HTTP when absent. */
+  serverFactory?: FastifyServerFactory;
+  /** 503 while the event loop lags (src/http/load-shedding.ts); off when absent. */
+  loadShedding?: LoadSheddingOptions;
+  /** 429 past a per-token request rate (src/http/rate-limit.ts); off when absent. */
+  rateLimit?: RateLimitOptions;
 }
 
 /** Fastify's own error codes, mapped into our table so every error body has one shape. */
@@ -31,6 +39,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: options.logger as FastifyBaseLogger,
     bodyLimit: options.bodyLimit ?? 8 * 1024 * 1024,
+    serverFactory: options.serverFactory,
     // Fastify's request lines carry the URL, whose query string may hold a user's search:
     // ours (below) name only the route pattern.
     logController: new LogController({ disableRequestLogging: true }),
@@ -110,7 +119,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const appError = toAppError(error);
-    if (appError.status >= 500) {
+    if (appError.status >= 500 && appError.code !== 'OVERLOADED') {
       request.log.error({ err: { message: (error as Error).message, code: (error as FastifyError).code, stack: (error as Error).stack }, url: request.routeOptions.url }, 'request failed');
     }
     return sendError(reply, appError);
@@ -120,6 +129,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     reply.code(404).send({ detail: { reason: `No route ${request.method} ${request.url.split('?')[0]}` } });
   });
 
+  // Before the routes: both hook into every route registered after them.
+  if (options.loadShedding) await registerLoadShedding(app, options.loadShedding);
+  if (options.rateLimit) await registerRateLimit(app, options.rateLimit);
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
   return app;

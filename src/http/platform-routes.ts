@@ -4,6 +4,7 @@ import type { ValidationIssue } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { authorizeUser } from './request-context.js';
 import { writtenAsNonInteger } from './json-body.js';
+import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from './request-limits.js';
 import { nonBlankString, parseOr422 } from './validation.js';
 
 /** Dates outside ±8.64e15 ms are not representable; they are not a real message time. */
@@ -12,7 +13,7 @@ const MAX_TIMESTAMP_MS = 8_640_000_000_000_000;
 const messageSchema = z.object(
   {
     role: nonBlankString(),
-    content: nonBlankString(),
+    content: nonBlankString().max(MAX_MESSAGE_CHARS, { error: `String should have at most ${MAX_MESSAGE_CHARS} characters` }),
     timestamp: z
       .number({ error: 'Input should be a valid integer' })
       .refine(Number.isInteger, { error: 'Input should be a valid integer, got a number with a fractional part', params: { type: 'int_from_float' } })
@@ -30,7 +31,12 @@ export const addRequestSchema = z.object(
     session_id: nonBlankString(),
     messages: z
       .array(messageSchema, { error: (issue) => (issue.input === undefined ? 'Field required' : 'Input should be a valid list') })
-      .min(1, { error: 'List should have at least 1 item' }),
+      .min(1, { error: 'List should have at least 1 item' })
+      .max(MAX_ADD_MESSAGES, { error: (issue) => `List should have at most ${MAX_ADD_MESSAGES} items after validation, not ${(issue.input as unknown[]).length}` })
+      .refine((messages) => messages.reduce((sum, message) => sum + message.content.length, 0) <= MAX_ADD_CHARS, {
+        error: `The messages' content should total at most ${MAX_ADD_CHARS} characters`,
+        params: { type: 'too_long' },
+      }),
   },
   { error: 'Input should be a valid dictionary' },
 );
@@ -41,9 +47,13 @@ export const searchRequestSchema = z.object(
     user_id: nonBlankString(),
     top_k: z
       .number({ error: (issue) => (issue.input === undefined ? 'Field required' : 'Input should be a valid integer') })
-      .int({ error: 'Input should be a valid integer' })
+      // Any integer, however large (the route clamps it to top_k_max); `.int()` would refuse those past 2^53.
+      .refine(Number.isInteger, { error: 'Input should be a valid integer', params: { type: 'int_type' } })
       .min(1, { error: 'Input should be greater than or equal to 1' }),
-    options: z.array(z.string({ error: 'Input should be a valid string' }), { error: 'Input should be a valid list' }).nullish(),
+    options: z
+      .array(z.string({ error: 'Input should be a valid string' }), { error: 'Input should be a valid list' })
+      .max(MAX_SEARCH_OPTIONS, { error: (issue) => `List should have at most ${MAX_SEARCH_OPTIONS} items after validation, not ${(issue.input as unknown[]).length}` })
+      .nullish(),
   },
   { error: 'Input should be a valid dictionary' },
 );
@@ -61,7 +71,7 @@ export function registerPlatformRoutes(app: FastifyInstance, service: MemoryServ
     return { success: true, request_id: body.request_id, user_id: body.user_id, session_id: body.session_id };
   });
 
-  app.post('/search', async (request) => {
+  app.post('/search', { bodyLimit: Math.min(app.initialConfig.bodyLimit ?? MAX_SEARCH_BODY_BYTES, MAX_SEARCH_BODY_BYTES) }, async (request) => {
     const body = parseOr422(searchRequestSchema, request.body, topKLiteralIssues(request.body));
     authorizeUser(request, body.user_id);
     const hits = await service.search({

@@ -20,7 +20,7 @@ function issueType(issue: z.core.$ZodIssue): string {
     return `${names[issue.expected] ?? issue.expected}_type`;
   }
   if (issue.code === 'too_small') return issue.origin === 'array' ? 'too_short' : issue.origin === 'string' ? 'string_too_short' : 'greater_than_equal';
-  if (issue.code === 'too_big') return issue.origin === 'string' ? 'string_too_long' : 'less_than_equal';
+  if (issue.code === 'too_big') return issue.origin === 'array' ? 'too_long' : issue.origin === 'string' ? 'string_too_long' : 'less_than_equal';
   return issue.code;
 }
 

@@ -16,6 +16,7 @@ import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, hitContent, publicMemory, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
 import { inStoredOrder, type UserState } from './user-state.js';
+import { boundSearchRequest } from './query-bounds.js';
 import type {
   AddOutcome,
   ConversationAdd,
@@ -218,7 +219,8 @@ export class MemoryService {
     }
   }
 
-  async search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+  async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+    const request = boundSearchRequest(unbounded);
     return this.track(async () => {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];

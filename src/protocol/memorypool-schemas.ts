@@ -9,6 +9,8 @@ export const DEFAULT_USER = 'default';
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIMIT = 1000;
+/** A memory's text, in characters: the platform's per-message bound (src/http/request-limits.ts), for the same reason. */
+export const MAX_TEXT_CHARS = 200_000;
 
 const nonBlank = (field: string) =>
   z
@@ -27,7 +29,7 @@ const limit = z
 const tag = nonBlank('tag').optional();
 
 export const addParamsSchema = z.object({
-  text: nonBlank('text'),
+  text: nonBlank('text').max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` }),
   tags: z.array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' }).max(256).optional(),
   importance: z
     .number({ error: 'importance must be a number between 0 and 1' })

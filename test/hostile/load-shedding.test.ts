@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/http/app.js';
+import { Authenticator } from '../../src/http/auth.js';
+import { silentLogger } from '../../src/logger.js';
+import { openService, register } from '../helper.js';
+
+/** 503 with retry-after while the event loop lags (src/http/load-shedding.ts), and only then. */
+
+async function appWithShedding(maxEventLoopDelayMs: number) {
+  const service = await openService();
+  const app = await buildApp({ service, authenticator: Authenticator.fromConfig({}), logger: silentLogger(), loadShedding: { maxEventLoopDelayMs, sampleIntervalMs: 50 } });
+  register(() => app.close());
+  return app;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const search = { method: 'POST' as const, url: '/search', payload: { query: 'q', user_id: 'u', top_k: 5 } };
+
+/** Keeps the event loop blocked 80 ms out of every ~80 ms until stopped: a process hopelessly behind. */
+function hogEventLoop(): () => void {
+  let running = true;
+  const spin = () => {
+    if (!running) return;
+    const until = Date.now() + 80;
+    while (Date.now() < until);
+    setTimeout(spin, 1);
+  };
+  setTimeout(spin, 1);
+  return () => (running = false);
+}
+
+describe('load shedding', () => {
+  it('answers 503 with retry-after and the error body while the event loop lags; /health still answers; then recovers', async () => {
+    const app = await appWithShedding(40);
+    expect((await app.inject(search)).statusCode).toBe(200);
+
+    const stop = hogEventLoop();
+    let shed: Awaited<ReturnType<typeof app.inject>> | null = null;
+    let health = 0;
+    try {
+      for (let attempt = 0; attempt < 40 && shed === null; attempt++) {
+        await sleep(30);
+        const response = await app.inject(search);
+        if (response.statusCode === 503) {
+          shed = response;
+          health = (await app.inject({ method: 'GET', url: '/health' })).statusCode;
+        }
+      }
+    } finally {
+      stop();
+    }
+    expect(shed?.statusCode).toBe(503);
+    expect(shed?.headers['retry-after']).toBe('1');
+    expect(shed?.json().detail.reason).toMatch(/overloaded/i);
+    expect(health).toBe(200);
+
+    await sleep(300);
+    expect((await app.inject(search)).statusCode).toBe(200);
+  });
+
+  it('never sheds at a threshold of 0 (off), however far behind the loop is', async () => {
+    const app = await appWithShedding(0);
+    const stop = hogEventLoop();
+    const statuses: number[] = [];
+    try {
+      for (let attempt = 0; attempt < 10; attempt++) {
+        await sleep(30);
+        statuses.push((await app.inject(search)).statusCode);
+      }
+    } finally {
+      stop();
+    }
+    expect(new Set(statuses)).toEqual(new Set([200]));
+  });
+});
