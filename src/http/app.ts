@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
+import { registerMcpRoute } from '../mcp/http-route.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
 import { registerPlatformRoutes } from './platform-routes.js';
 import { authHook } from './request-context.js';
@@ -122,6 +123,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
+  registerMcpRoute(app, options.service);
   return app;
 }
 
