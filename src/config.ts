@@ -28,6 +28,8 @@ const configSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Purge memories ingested more than this many days ago (off when unset). */
   retentionDays: z.coerce.number().positive().optional(),
+  /** Serve GET /metrics without a token (for a scraper inside a trusted network). */
+  metricsPublic: z.stringbool().default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -49,6 +51,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   bodyLimit: 'MEMORYPOOL_BODY_LIMIT',
   logLevel: 'MEMORYPOOL_LOG_LEVEL',
   retentionDays: 'MEMORYPOOL_RETENTION_DAYS',
+  metricsPublic: 'MEMORYPOOL_METRICS_PUBLIC',
 };
 
 export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {

@@ -18,7 +18,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const authenticator = Authenticator.fromConfig(config);
   const embedder = createEmbedder(config);
   const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: true });
-  const app = await buildApp({ service, authenticator, logger, topKMax: config.topKMax, bodyLimit: config.bodyLimit });
+  const app = await buildApp({ service, authenticator, logger, topKMax: config.topKMax, bodyLimit: config.bodyLimit, metricsPublic: config.metricsPublic });
   const url = await app.listen({ host: config.host, port: config.port });
   logger.info({ url, data_dir: service.dataDir, memories: service.count, embedder: embedder.modelId }, 'memorypool listening');
   if (authenticator.open && !isLoopback(config.host)) {

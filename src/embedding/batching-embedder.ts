@@ -12,6 +12,12 @@ interface Item {
   job: Job;
   index: number;
   text: string;
+  queuedAt: number;
+}
+
+/** Told of each model call (the metrics): its size, each text's wait in the queue, its run time. */
+export interface BatchObserver {
+  batch(size: number, waitsMs: readonly number[], runMs: number): void;
 }
 
 /**
@@ -29,6 +35,8 @@ export class BatchingEmbedder implements Embedder {
   private urgent: Item[] = [];
   private normal: Item[] = [];
   private running = false;
+  /** Optional; set by whoever exports the figures (the HTTP app's /metrics). */
+  observer: BatchObserver | null = null;
 
   constructor(inner: Embedder, options: { maxBatch?: number } = {}) {
     this.inner = inner;
@@ -50,7 +58,8 @@ export class BatchingEmbedder implements Embedder {
     return new Promise((resolve, reject) => {
       const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject };
       const queue = options.priority === 'query' ? this.urgent : this.normal;
-      texts.forEach((text, index) => queue.push({ job, index, text }));
+      const queuedAt = performance.now();
+      texts.forEach((text, index) => queue.push({ job, index, text, queuedAt }));
       void this.drain();
     });
   }
@@ -62,8 +71,10 @@ export class BatchingEmbedder implements Embedder {
       for (;;) {
         const batch = this.takeBatch();
         if (batch.length === 0) return;
+        const started = performance.now();
         try {
           const vectors = await this.inner.embed(batch.map((item) => item.text));
+          this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), performance.now() - started);
           batch.forEach((item, i) => {
             const { job } = item;
             if (job.failed) return;

@@ -6,6 +6,7 @@ import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerMcpRoute } from '../mcp/http-route.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
+import { registerMetrics, ServiceMetrics } from './metrics.js';
 import { registerPlatformRoutes } from './platform-routes.js';
 import { authHook } from './request-context.js';
 
@@ -15,6 +16,8 @@ export interface AppOptions {
   logger: Logger;
   topKMax?: number;
   bodyLimit?: number;
+  /** GET /metrics without a token (MEMORYPOOL_METRICS_PUBLIC). */
+  metricsPublic?: boolean;
 }
 
 /** Fastify's own error codes, mapped into our table so every error body has one shape. */
@@ -99,6 +102,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
   });
 
+  registerMetrics(app, new ServiceMetrics(options.service));
+
   app.addHook('onRequest', async (request, reply) => {
     if (draining && request.routeOptions.url !== '/health') throw createError('SHUTTING_DOWN');
     admitted++;
@@ -107,7 +112,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       if (admitted === 0) for (const wake of idleWaiters.splice(0)) wake();
     });
   });
-  app.addHook('onRequest', authHook(options.authenticator));
+  app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? ['/metrics'] : []));
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const appError = toAppError(error);
