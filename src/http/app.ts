@@ -7,6 +7,7 @@ import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerMcpRoute } from '../mcp/http-route.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
 import { registerMetrics, ServiceMetrics } from './metrics.js';
+import { registerOpenApi, trackRoutes } from './openapi.js';
 import { registerPlatformRoutes } from './platform-routes.js';
 import { authHook } from './request-context.js';
 
@@ -102,6 +103,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
   });
 
+  // Before any route: the OpenAPI document lists every route registered after this.
+  const routes = trackRoutes(app);
   registerMetrics(app, new ServiceMetrics(options.service));
 
   app.addHook('onRequest', async (request, reply) => {
@@ -112,7 +115,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       if (admitted === 0) for (const wake of idleWaiters.splice(0)) wake();
     });
   });
-  app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? ['/metrics'] : []));
+  // Pages and the API description hold no data: they load before the token is typed in.
+  const pages = ['/openapi.json', '/docs', '/docs/:file'];
+  app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? [...pages, '/metrics'] : pages));
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const appError = toAppError(error);
@@ -129,6 +134,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
   registerMcpRoute(app, options.service);
+  registerOpenApi(app, routes);
   return app;
 }
 
