@@ -5,6 +5,7 @@ import type { MemoryService } from '../memory/memory-service.js';
 import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerMcpRoute } from '../mcp/http-route.js';
+import { registerConsoleRoutes } from './console-routes.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
 import { registerMetrics, ServiceMetrics } from './metrics.js';
 import { registerOpenApi, trackRoutes } from './openapi.js';
@@ -116,7 +117,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   });
   // Pages and the API description hold no data: they load before the token is typed in.
-  const pages = ['/openapi.json', '/docs', '/docs/:file'];
+  const pages = ['/', '/ui/:file', '/openapi.json', '/docs', '/docs/:file'];
   app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? [...pages, '/metrics'] : pages));
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
@@ -134,6 +135,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
   registerMcpRoute(app, options.service);
+  registerConsoleRoutes(app);
   registerOpenApi(app, routes);
   return app;
 }

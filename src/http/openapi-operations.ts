@@ -132,6 +132,8 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     success: { status: 200, description: 'The Prometheus text format', mediaType: 'text/plain' },
   },
   'GET /openapi.json': { summary: 'This document', tag: 'Operations', public: true, success: { status: 200, description: 'OpenAPI 3.1', schema: z.record(z.string(), z.unknown()) } },
+  'GET /': { summary: 'The web console (search, browse, add, delete, stats)', tag: 'Operations', public: true, success: page('The console page') },
+  'GET /ui/:file': { summary: "The console's script and styles", tag: 'Operations', public: true, path: z.object({ file: z.string() }), success: { status: 200, description: 'A file', mediaType: '*/*' }, errors: [404] },
   'GET /docs': { summary: 'The API reference (Swagger UI, served offline)', tag: 'Operations', public: true, success: page('The reference page') },
   'GET /docs/:file': { summary: "The API reference's scripts and styles", tag: 'Operations', public: true, path: z.object({ file: z.string() }), success: { status: 200, description: 'A file', mediaType: '*/*' }, errors: [404] },
 };

@@ -25,10 +25,9 @@ export const memorySchema = z
     part: z.number().int().optional(),
     parts: z.number().int().optional(),
   })
-  .strict()
-  .meta({ id: 'Memory' });
+  .strict();
 
-export const scoredMemorySchema = memorySchema.extend({ score: z.number() }).strict().meta({ id: 'ScoredMemory' });
+export const scoredMemorySchema = memorySchema.extend({ score: z.number() }).strict();
 
 export const poolStatsSchema = z
   .object({
@@ -44,8 +43,7 @@ export const poolStatsSchema = z
         index: z.object({ loaded: z.boolean(), vectors: z.number().int(), complete: z.boolean(), pending_flush: z.boolean() }),
       }),
     ),
-  })
-  .meta({ id: 'PoolStats' });
+  });
 
 export const healthSchema = z.object({ ok: z.literal(true), service: z.literal('memorypool'), count: z.number().int() });
 export const deletedSchema = z.object({ deleted: z.string() });
@@ -63,7 +61,6 @@ export const searchAnswerSchema = z.object({
   ),
 });
 
-export const errorBodySchema = z.object({ detail: z.object({ reason: z.string() }) }).meta({ id: 'Error' });
+export const errorBodySchema = z.object({ detail: z.object({ reason: z.string() }) });
 export const validationErrorBodySchema = z
-  .object({ detail: z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })) })
-  .meta({ id: 'ValidationError' });
+  .object({ detail: z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })) });
