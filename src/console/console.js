@@ -188,11 +188,13 @@ function askForToken(reason) {
 }
 
 async function start() {
-  $('#views').hidden = false;
   $('#token-view').hidden = true;
   $('#forget-token').hidden = !sessionStorage.getItem(TOKEN_KEY);
-  // The stats call doubles as the token check and fills the user picker.
-  if (await stats()) say('');
+  // The stats call doubles as the token check and fills the user picker; the views show once it passed.
+  if (await stats()) {
+    say('');
+    $('#views').hidden = false;
+  }
 }
 
 $('#user').value = sessionStorage.getItem(USER_KEY) ?? 'default';

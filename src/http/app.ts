@@ -117,7 +117,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     });
   });
   // Pages and the API description hold no data: they load before the token is typed in.
-  const pages = ['/', '/ui/:file', '/openapi.json', '/docs', '/docs/:file'];
+  const pages = ['/', '/ui', '/ui/:file', '/openapi.json', '/docs', '/docs/:file'];
   app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? [...pages, '/metrics'] : pages));
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {

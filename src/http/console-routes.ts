@@ -12,12 +12,17 @@ const FILES: Record<string, string> = {
   'console.css': 'text/css; charset=utf-8',
 };
 
+/** Where a client that lands on / can go: none of it holds data. */
+const INDEX = { service: 'memorypool', console: '/ui', docs: '/docs', openapi: '/openapi.json', health: '/health' };
+
 /**
- * The web console at / (its scripts under /ui/): static files that call the same HTTP API with
- * the token the user types in, so serving them needs no token and exposes no data.
+ * The web console at /ui (its script and styles under /ui/): static files that call the same
+ * HTTP API with the token the user types in, so serving them needs no token and exposes no data.
+ * / sends a browser to the console and tells an API client, in JSON, where things are.
  */
 export function registerConsoleRoutes(app: FastifyInstance): void {
-  app.get('/', async (_request, reply) => reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(await readFile(path.join(CONSOLE_DIR, 'index.html'))));
+  app.get('/', async (request, reply) => (/\btext\/html\b/.test(request.headers.accept ?? '') ? reply.redirect('/ui') : INDEX));
+  app.get('/ui', async (_request, reply) => reply.type('text/html; charset=utf-8').header('cache-control', 'no-cache').send(await readFile(path.join(CONSOLE_DIR, 'index.html'))));
   app.get('/ui/:file', async (request, reply) => {
     const { file } = request.params as { file: string };
     const type = FILES[file];

@@ -27,7 +27,13 @@ export const memorySchema = z
   })
   .strict();
 
-export const scoredMemorySchema = memorySchema.extend({ score: z.number() }).strict();
+/** A hit's score as retrieval fused it: added terms, then multipliers (asked for with `explain`). */
+export const explanationSchema = z.object({
+  score: z.number(),
+  terms: z.array(z.object({ term: z.string(), kind: z.enum(['add', 'multiply']), value: z.number() })),
+});
+
+export const scoredMemorySchema = memorySchema.extend({ score: z.number(), explanation: explanationSchema.optional() }).strict();
 
 export const poolStatsSchema = z
   .object({

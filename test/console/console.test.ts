@@ -39,7 +39,8 @@ async function openConsole(url: string): Promise<{ page: Page; close: () => Prom
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (error) => errors.push(error.message));
-  await page.goto(url);
+  await page.goto(`${url}/`);
+  expect(new URL(page.url()).pathname).toBe('/ui');
   return {
     page,
     close: async () => {
