@@ -86,15 +86,21 @@ const TOOL_LIST: Tool[] = MEMORY_TOOLS.map((tool) => ({
 
 /**
  * An MCP server over the service. `checkUser` applies the caller's token scope (the HTTP
- * transport) or nothing (stdio: the local user owns the data directory).
+ * transport) or nothing (stdio: the local user owns the data directory). `pending`, when given,
+ * holds each tool call until it has answered, so a transport can wait for them before closing.
  */
-export function createMcpServer(service: MemoryService, checkUser: UserCheck): Server {
+export function createMcpServer(service: MemoryService, checkUser: UserCheck, pending?: Set<Promise<unknown>>): Server {
   const server = new Server({ name: 'memorypool', version: packageVersion() }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const tool = MEMORY_TOOLS.find((candidate) => candidate.name === request.params.name);
     if (!tool) return toolError(`Unknown tool ${JSON.stringify(request.params.name)}: expected one of ${MEMORY_TOOLS.map((t) => t.name).join(', ')}`);
-    return callTool(tool, service, request.params.arguments ?? {}, checkUser);
+    const call = callTool(tool, service, request.params.arguments ?? {}, checkUser);
+    if (pending) {
+      pending.add(call);
+      void call.finally(() => pending.delete(call));
+    }
+    return call;
   });
   return server;
 }

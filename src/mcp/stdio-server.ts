@@ -15,12 +15,16 @@ export async function serveMcpStdio(config: Config): Promise<void> {
   const embedder = createEmbedder(config);
   // Users load when a tool first touches them, like the CLI's other data commands.
   const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: false });
-  const server = createMcpServer(service, () => undefined);
+  const pending = new Set<Promise<unknown>>();
+  const server = createMcpServer(service, () => undefined, pending);
   const transport = new StdioServerTransport();
 
   let stopping: Promise<void> | null = null;
   const stop = (): Promise<void> => {
     stopping ??= (async () => {
+      // A client may send its last call and close stdin at once: answer what was asked first.
+      await Promise.allSettled([...pending]);
+      await new Promise((resolve) => setImmediate(resolve));
       await server.close();
       await service.close();
       await embedder.close();

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -46,5 +47,23 @@ describe('memorypool mcp (stdio)', () => {
     await first.client.close();
     const second = await connect(dataDir);
     expect(await callJson(second.client, 'get_memory', { id: stored.id })).toEqual(stored);
+  });
+
+  it('answers a call sent just before stdin closes, then exits 0', async () => {
+    const dataDir = await tempDir();
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'mcp'], { cwd: root, env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' } });
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const messages = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'remember', arguments: { text: 'Sent with the pipe already closing' } } },
+    ];
+    child.stdin.end(messages.map((message) => JSON.stringify(message) + '\n').join(''));
+    expect(await exited).toBe(0);
+    const answers = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(answers.map((answer) => answer.id)).toEqual([1, 2]);
+    expect(JSON.parse(answers[1].result.content[0].text).text).toBe('Sent with the pipe already closing');
   });
 });
