@@ -8,6 +8,20 @@ import type { MemoryService } from '../memory/memory-service.js';
  * URL, which holds ids and queries), the method, the status; never a user or a request id.
  * Pool sizes are read from the service's stats at scrape time rather than counted on every write.
  */
+/**
+ * The process defaults (CPU, memory, event-loop lag, GC), collected once per process: each
+ * collection starts its own event-loop monitor, and tests build hundreds of apps in one process.
+ */
+let processRegistry: Registry | null = null;
+
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
@@ -16,7 +30,6 @@ export class ServiceMetrics {
 
   constructor(service: MemoryService) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
     this.requests = new Counter({ name: 'memorypool_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers });
     this.latency = new Histogram({
       name: 'memorypool_http_request_duration_seconds',
@@ -54,6 +67,11 @@ export class ServiceMetrics {
     if (service.embedder instanceof BatchingEmbedder) service.embedder.observer = this.embedder;
   }
 
+  /** The Prometheus text: the process defaults, then this app's figures. */
+  async text(): Promise<string> {
+    return (await processMetrics().metrics()) + '\n' + (await this.registry.metrics());
+  }
+
   observeRequest(method: string, route: string, status: number, seconds: number): void {
     this.requests.inc({ method, route, status: String(status) });
     this.latency.observe({ method, route }, seconds);
@@ -75,6 +93,6 @@ export function registerMetrics(app: FastifyInstance, metrics: ServiceMetrics): 
   });
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);
-    return metrics.registry.metrics();
+    return metrics.text();
   });
 }
