@@ -90,8 +90,9 @@ describe('web console', () => {
     await shot(page, '2-search');
     await page.fill('#search-tag', 'work');
     await page.click('#search-form button[type=submit]');
-    await page.locator('#search-results li.memory .text', { hasText: 'counsellor' }).waitFor();
-    expect(await page.locator('#search-results li.memory').count()).toBe(1);
+    // The earlier results hold the same memory: wait for the list to be replaced, not for the text.
+    await page.waitForFunction(() => document.querySelectorAll('#search-results li.memory').length === 1);
+    expect(await page.locator('#search-results li.memory .text').textContent()).toBe('Caroline works as a counsellor at a youth centre');
 
     // Browse: newest first; memory text is shown as text, never run as markup.
     await page.click('nav button[data-view=browse]');
