@@ -60,6 +60,8 @@ const configSchema = z.object({
   /** Requests per token per window before 429s; 0 (the default) never limits. */
   rateLimit: z.coerce.number().int().min(0).default(0),
   rateLimitWindowMs: z.coerce.number().int().positive().default(60_000),
+  /** Serve GET /metrics without a token (for a scraper inside a trusted network). */
+  metricsPublic: z.stringbool().default(false),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -93,6 +95,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   maxEventLoopDelayMs: 'MEMORYPOOL_MAX_EVENT_LOOP_DELAY_MS',
   rateLimit: 'MEMORYPOOL_RATE_LIMIT',
   rateLimitWindowMs: 'MEMORYPOOL_RATE_LIMIT_WINDOW_MS',
+  metricsPublic: 'MEMORYPOOL_METRICS_PUBLIC',
 };
 
 export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {

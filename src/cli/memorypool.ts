@@ -7,6 +7,7 @@ import { createLogger } from '../logger.js';
 import { startServer } from '../main.js';
 import { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
+import { serveMcpStdio } from '../mcp/stdio-server.js';
 import { exportPool, importPool } from './transfer.js';
 
 /**
@@ -137,6 +138,13 @@ program
   .argument('<file>', 'JSONL file, or - for stdin')
   .action(async (file: string) => {
     await withService((service) => importPool(service, file));
+  });
+
+program
+  .command('mcp')
+  .description('serve the Model Context Protocol over stdio (for desktop and IDE agents) on the data directory')
+  .action(async () => {
+    await serveMcpStdio(loadConfig(globalConfig()));
   });
 
 program

@@ -14,6 +14,12 @@ interface Item {
   text: string;
   /** Estimated tokens the encoder will read of `text` (what the item costs a run). */
   tokens: number;
+  queuedAt: number;
+}
+
+/** Told of each model call (the metrics): its size, each text's wait in the queue, its run time. */
+export interface BatchObserver {
+  batch(size: number, waitsMs: readonly number[], runMs: number): void;
 }
 
 export interface BatchingOptions {
@@ -106,6 +112,8 @@ export class BatchingEmbedder implements Embedder {
   private readonly normal = new FairQueue();
   private readonly maxInFlight: number;
   private inFlight = 0;
+  /** Optional; set by whoever exports the figures (the HTTP app's /metrics). */
+  observer: BatchObserver | null = null;
 
   constructor(inner: Embedder, options: BatchingOptions = {}) {
     this.inner = inner;
@@ -130,9 +138,10 @@ export class BatchingEmbedder implements Embedder {
     return new Promise((resolve, reject) => {
       const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject };
       const queue = options.priority === 'query' ? this.urgent : this.normal;
+      const queuedAt = performance.now();
       queue.push(
         options.key ?? '',
-        texts.map((text, index) => ({ job, index, text, tokens: this.estimateTokens(text) })),
+        texts.map((text, index) => ({ job, index, text, tokens: this.estimateTokens(text), queuedAt })),
       );
       this.drain();
     });
@@ -158,8 +167,10 @@ export class BatchingEmbedder implements Embedder {
   }
 
   private async run(batch: Item[]): Promise<void> {
+    const started = performance.now();
     try {
       const vectors = await this.inner.embed(batch.map((item) => item.text));
+      this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), performance.now() - started);
       batch.forEach((item, i) => {
         const { job } = item;
         if (job.failed) return;

@@ -5,7 +5,11 @@ import type { MemoryService } from '../memory/memory-service.js';
 import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
+import { registerMcpRoute } from '../mcp/http-route.js';
+import { registerConsoleRoutes } from './console-routes.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
+import { registerMetrics, ServiceMetrics } from './metrics.js';
+import { registerOpenApi, trackRoutes } from './openapi.js';
 import { registerPlatformRoutes } from './platform-routes.js';
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { authHook } from './request-context.js';
@@ -22,6 +26,8 @@ export interface AppOptions {
   loadShedding?: LoadSheddingOptions;
   /** 429 past a per-token request rate (src/http/rate-limit.ts); off when absent. */
   rateLimit?: RateLimitOptions;
+  /** GET /metrics without a token (MEMORYPOOL_METRICS_PUBLIC). */
+  metricsPublic?: boolean;
 }
 
 /** Fastify's own error codes, mapped into our table so every error body has one shape. */
@@ -107,6 +113,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
   });
 
+  // Before any route: the OpenAPI document lists every route registered after this.
+  const routes = trackRoutes(app);
+  registerMetrics(app, new ServiceMetrics(options.service));
+
   app.addHook('onRequest', async (request, reply) => {
     if (draining && request.routeOptions.url !== '/health') throw createError('SHUTTING_DOWN');
     admitted++;
@@ -115,7 +125,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       if (admitted === 0) for (const wake of idleWaiters.splice(0)) wake();
     });
   });
-  app.addHook('onRequest', authHook(options.authenticator));
+  // Pages and the API description hold no data: they load before the token is typed in.
+  const pages = ['/', '/ui', '/ui/:file', '/openapi.json', '/docs', '/docs/:file'];
+  app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? [...pages, '/metrics'] : pages));
 
   app.setErrorHandler((error: FastifyError | AppError, request, reply) => {
     const appError = toAppError(error);
@@ -134,6 +146,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   if (options.rateLimit) await registerRateLimit(app, options.rateLimit);
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
+  registerMcpRoute(app, options.service);
+  registerConsoleRoutes(app);
+  registerOpenApi(app, routes);
   return app;
 }
 

@@ -8,12 +8,13 @@ declare module 'fastify' {
   }
 }
 
-/** Routes that answer without credentials. */
-const PUBLIC_ROUTES = new Set(['/health']);
+/** Routes that answer without credentials, plus the app's `alsoPublic` (pages that hold no data, opted-in metrics). */
+const PUBLIC_ROUTES = ['/health'];
 
-export function authHook(authenticator: Authenticator) {
+export function authHook(authenticator: Authenticator, alsoPublic: readonly string[] = []) {
+  const open = new Set([...PUBLIC_ROUTES, ...alsoPublic]);
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    if (open.has(request.routeOptions.url ?? '')) return;
     request.grant = authenticator.authenticate(request.headers);
   };
 }

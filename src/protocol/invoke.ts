@@ -20,7 +20,7 @@ export const invokePayloadSchema = z.object({
 });
 
 export const INVOKE_ACTIONS = ['add', 'search', 'list', 'get', 'delete', 'stats'] as const;
-type Action = (typeof INVOKE_ACTIONS)[number];
+export type Action = (typeof INVOKE_ACTIONS)[number];
 
 /** Called with each user an action touches, before it is touched (token scopes). */
 export type UserCheck = (userId: string) => void;
@@ -32,13 +32,20 @@ export type UserCheck = (userId: string) => void;
 export async function invoke(service: MemoryService, payload: unknown, checkUser: UserCheck): Promise<unknown> {
   const envelope = parseOr400(invokePayloadSchema, payload);
   const params = envelope.params ?? {};
-  const action = pickAction(params.action, params.tool, envelope.tool);
+  return runAction(service, pickAction(params.action, params.tool, envelope.tool), params, checkUser, 'invoke');
+}
+
+/**
+ * One action on validated params: the shared core of /invoke, the CLI and the MCP tools.
+ * `defaultSource` is the `source` an add gets when the caller names none (the door it came through).
+ */
+export async function runAction(service: MemoryService, action: Action, params: Record<string, unknown>, checkUser: UserCheck, defaultSource: string): Promise<unknown> {
   switch (action) {
     case 'add': {
       const input = parseOr400(addParamsSchema, params);
       const userId = input.user_id ?? DEFAULT_USER;
       checkUser(userId);
-      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, source: input.source ?? 'invoke' });
+      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, source: input.source ?? defaultSource });
     }
     case 'search': {
       const input = parseOr400(searchParamsSchema, params);

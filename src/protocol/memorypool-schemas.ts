@@ -17,31 +17,47 @@ const nonBlank = (field: string) =>
     .string({ error: (issue) => (issue.input === undefined ? `${field} is required` : `${field} must be a string`) })
     .refine((value) => value.trim() !== '', { error: `${field} must not be empty` });
 
-const userId = nonBlank('user_id').optional();
+// The `.meta()` descriptions are what OpenAPI and the MCP tools show; they never change validation.
+const userId = nonBlank('user_id').optional().meta({ description: 'Whose memories (default "default")' });
 
 /** A positive integer, from JSON or from a query string ("10"); clamped to MAX_LIMIT. */
 const limit = z
   .union([z.number(), z.string().regex(/^\s*\d+\s*$/).transform(Number)], { error: 'limit must be a positive integer' })
   .refine((value) => Number.isInteger(value) && value > 0, { error: 'limit must be a positive integer' })
   .transform((value) => Math.min(value, MAX_LIMIT))
-  .optional();
+  .optional()
+  .meta({ description: `How many, a positive integer (capped at ${MAX_LIMIT})` });
 
-const tag = nonBlank('tag').optional();
+const tag = nonBlank('tag').optional().meta({ description: 'Only memories carrying this tag' });
 
 export const addParamsSchema = z.object({
-  text: nonBlank('text').max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` }),
-  tags: z.array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' }).max(256).optional(),
+  text: nonBlank('text')
+    .max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` })
+    .meta({ description: 'What to remember, one self-contained statement' }),
+  tags: z
+    .array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' })
+    .max(256)
+    .optional()
+    .meta({ description: 'Labels to filter by later' }),
   importance: z
     .number({ error: 'importance must be a number between 0 and 1' })
     .min(0, { error: 'importance must be between 0 and 1' })
     .max(1, { error: 'importance must be between 0 and 1' })
-    .optional(),
-  source: nonBlank('source').optional(),
+    .optional()
+    .meta({ description: 'From 0 to 1 (default 0.5); weighs the memory in search' }),
+  source: nonBlank('source').optional().meta({ description: 'Where it came from' }),
   user_id: userId,
 });
 
 export const searchParamsSchema = z
-  .object({ query: z.unknown().optional(), q: z.unknown().optional(), tag, limit, user_id: userId })
+  .object({
+    // Checked below rather than typed here, so both spellings get the same messages.
+    query: z.unknown().optional().meta({ type: 'string', description: 'What to look for, in natural language' }),
+    q: z.unknown().optional().meta({ type: 'string', description: 'Same as query' }),
+    tag,
+    limit,
+    user_id: userId,
+  })
   .transform((value, ctx) => {
     const query = value.query ?? value.q;
     if (typeof query !== 'string' || query.trim() === '') {
@@ -55,7 +71,7 @@ export const listParamsSchema = z
   .object({ tag, limit, user_id: userId })
   .transform((value) => ({ tag: value.tag, limit: value.limit ?? DEFAULT_LIST_LIMIT, user_id: value.user_id ?? DEFAULT_USER }));
 
-export const idParamsSchema = z.object({ id: nonBlank('id'), user_id: userId });
+export const idParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), user_id: userId });
 
 export const userScopeSchema = z.object({ user_id: userId });
 

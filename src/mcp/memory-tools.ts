@@ -1,0 +1,122 @@
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { isAppError } from '../errors.js';
+import type { MemoryService } from '../memory/memory-service.js';
+import { runAction, type Action, type UserCheck } from '../protocol/invoke.js';
+import { packageVersion } from '../http/package-files.js';
+import { parseOr400 } from '../http/validation.js';
+import { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import { inputJsonSchema } from '../protocol/json-schema.js';
+
+/**
+ * The memory as Model Context Protocol tools. Each tool validates with the same schema as its
+ * HTTP route (so a bad argument gets the message the API gives) and calls the same service.
+ */
+interface MemoryTool {
+  name: string;
+  description: string;
+  schema: z.ZodType;
+  /** Shapes the schema's JSON form for a model: spellings it need not see, fields it must send. */
+  shape?: { omit?: string[]; required?: string[] };
+  run(service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<unknown>;
+}
+
+const viaAction =
+  (action: Action) =>
+  (service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<unknown> =>
+    runAction(service, action, args, checkUser, 'mcp');
+
+export const MEMORY_TOOLS: readonly MemoryTool[] = [
+  {
+    name: 'remember',
+    description:
+      'Store a fact about the user for later conversations. Write one self-contained statement ("Caroline adopted a dog named Max in May 2023"), not a transcript. Returns the stored memory with its id.',
+    schema: addParamsSchema,
+    shape: { required: ['text'] },
+    run: viaAction('add'),
+  },
+  {
+    name: 'recall',
+    description:
+      'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote.',
+    schema: searchParamsSchema,
+    shape: { omit: ['q'], required: ['query'] },
+    run: async (service, args, checkUser) => {
+      const input = parseOr400(searchParamsSchema, args);
+      checkUser(input.user_id);
+      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag });
+      return hits.map((hit) => ({ ...hit.memory, content: hit.content, score: hit.score }));
+    },
+  },
+  {
+    name: 'list_memories',
+    description: 'List stored memories, newest first, optionally only those with a tag. Use it to review what is known; use recall to answer a question.',
+    schema: listParamsSchema,
+    run: viaAction('list'),
+  },
+  {
+    name: 'get_memory',
+    description: 'Fetch one memory by its id.',
+    schema: idParamsSchema,
+    shape: { required: ['id'] },
+    run: viaAction('get'),
+  },
+  {
+    name: 'forget',
+    description: 'Delete one memory by its id, for good. Use it when the user asks to forget something or a memory is wrong.',
+    schema: idParamsSchema,
+    shape: { required: ['id'] },
+    run: viaAction('delete'),
+  },
+  {
+    name: 'memory_stats',
+    description: 'How much is stored: memories and users in the pool, per user counts, disk use and index state.',
+    schema: userScopeSchema,
+    run: viaAction('stats'),
+  },
+];
+
+/** A tool list for `tools/list`, built once: the schemas do not change while the process runs. */
+const TOOL_LIST: Tool[] = MEMORY_TOOLS.map((tool) => ({
+  name: tool.name,
+  description: tool.description,
+  inputSchema: inputJsonSchema(tool.schema, tool.shape) as Tool['inputSchema'],
+}));
+
+/**
+ * An MCP server over the service. `checkUser` applies the caller's token scope (the HTTP
+ * transport) or nothing (stdio: the local user owns the data directory). `pending`, when given,
+ * holds each tool call until it has answered, so a transport can wait for them before closing.
+ */
+export function createMcpServer(service: MemoryService, checkUser: UserCheck, pending?: Set<Promise<unknown>>): Server {
+  const server = new Server({ name: 'memorypool', version: packageVersion() }, { capabilities: { tools: {} } });
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const tool = MEMORY_TOOLS.find((candidate) => candidate.name === request.params.name);
+    if (!tool) return toolError(`Unknown tool ${JSON.stringify(request.params.name)}: expected one of ${MEMORY_TOOLS.map((t) => t.name).join(', ')}`);
+    const call = callTool(tool, service, request.params.arguments ?? {}, checkUser);
+    if (pending) {
+      pending.add(call);
+      void call.finally(() => pending.delete(call));
+    }
+    return call;
+  });
+  return server;
+}
+
+async function callTool(tool: MemoryTool, service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<CallToolResult> {
+  try {
+    const result = await tool.run(service, args, checkUser);
+    return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }] };
+  } catch (error) {
+    // The service's errors are tool results, so the model reads the message and can act on it
+    // (fix an argument, retry after a 503); only an unexpected failure is a protocol error.
+    if (isAppError(error)) return toolError(error.message);
+    throw error;
+  }
+}
+
+function toolError(message: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text: message }] };
+}

@@ -1,0 +1,42 @@
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Config } from '../config.js';
+import { createEmbedder } from '../embedding/create-embedder.js';
+import { createLogger } from '../logger.js';
+import { MemoryService } from '../memory/memory-service.js';
+import { createMcpServer } from './memory-tools.js';
+
+/**
+ * `memorypool mcp`: the tools over stdin/stdout for a client that starts this process. stdout
+ * belongs to the protocol, so logs go to stderr (as every CLI log does). Runs until the client
+ * closes stdin or sends SIGTERM/SIGINT, then closes the service so pending index caches are written.
+ */
+export async function serveMcpStdio(config: Config): Promise<void> {
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+  const embedder = createEmbedder(config);
+  // Users load when a tool first touches them, like the CLI's other data commands.
+  const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: false });
+  const pending = new Set<Promise<unknown>>();
+  const server = createMcpServer(service, () => undefined, pending);
+  const transport = new StdioServerTransport();
+
+  let stopping: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopping ??= (async () => {
+      // A client may send its last call and close stdin at once: answer what was asked first.
+      await Promise.allSettled([...pending]);
+      await new Promise((resolve) => setImmediate(resolve));
+      await server.close();
+      await service.close();
+      await embedder.close();
+    })();
+    return stopping;
+  };
+  const closed = new Promise<void>((resolve) => {
+    process.stdin.once('end', resolve);
+    process.stdin.once('close', resolve);
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, resolve);
+  });
+  await server.connect(transport);
+  await closed;
+  await stop();
+}

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+
+/**
+ * The shapes the doors answer with, for the OpenAPI document. The service does not parse its
+ * own output with them; test/http/openapi.test.ts checks live answers against them, so they
+ * cannot drift from what the routes really send.
+ */
+
+const isoTime = z.string().meta({ format: 'date-time' });
+
+export const memorySchema = z
+  .object({
+    id: z.string(),
+    user_id: z.string(),
+    text: z.string(),
+    tags: z.array(z.string()),
+    importance: z.number().min(0).max(1),
+    source: z.string(),
+    created_at: isoTime.meta({ description: 'When the service stored it' }),
+    session_id: z.string().optional().meta({ description: 'Set on memories written through POST /add' }),
+    role: z.string().optional(),
+    occurred_at: isoTime.optional().meta({ description: "The message's own time" }),
+    request_id: z.string().optional(),
+    message_index: z.number().int().optional(),
+    part: z.number().int().optional(),
+    parts: z.number().int().optional(),
+  })
+  .strict();
+
+/** A hit's score as retrieval fused it: added terms, then multipliers (asked for with `explain`). */
+export const explanationSchema = z.object({
+  score: z.number(),
+  terms: z.array(z.object({ term: z.string(), kind: z.enum(['add', 'multiply']), value: z.number() })),
+});
+
+export const scoredMemorySchema = memorySchema.extend({ score: z.number(), explanation: explanationSchema.optional() }).strict();
+
+export const poolStatsSchema = z
+  .object({
+    count: z.number().int(),
+    users: z.number().int(),
+    embedder: z.object({ model: z.string(), dimensions: z.number().int() }),
+    per_user: z.array(
+      z.object({
+        user_id: z.string(),
+        count: z.number().int(),
+        sessions: z.number().int(),
+        bytes_on_disk: z.number().int(),
+        index: z.object({ loaded: z.boolean(), vectors: z.number().int(), complete: z.boolean(), pending_flush: z.boolean() }),
+      }),
+    ),
+  });
+
+export const healthSchema = z.object({ ok: z.literal(true), service: z.literal('memorypool'), count: z.number().int() });
+export const deletedSchema = z.object({ deleted: z.string() });
+export const deletedUserSchema = z.object({ deleted_user: z.string(), deleted: z.number().int() });
+
+export const addAnswerSchema = z.object({ success: z.literal(true), request_id: z.string(), user_id: z.string(), session_id: z.string() });
+export const searchAnswerSchema = z.object({
+  data: z.array(
+    z.object({
+      id: z.string(),
+      content: z.string().meta({ description: 'Stands on its own: `[YYYY-MM-DD HH:MM] speaker: text`' }),
+      score: z.number(),
+      created_at: isoTime.meta({ description: "The message's time" }),
+    }),
+  ),
+});
+
+export const errorBodySchema = z.object({ detail: z.object({ reason: z.string() }) });
+export const validationErrorBodySchema = z
+  .object({ detail: z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })) });

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { describe, expect, it } from 'vitest';
+import { register, tempDir } from '../helper.js';
+import { callJson, exerciseBadArguments, exerciseEveryTool } from './exercise-tools.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const cli = path.join(root, 'src/cli/memorypool.ts');
+
+/** `memorypool mcp` as a real child process (from source, through tsx), with the test embedder. */
+async function connect(dataDir: string): Promise<{ client: Client; stderr: () => string }> {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', cli, 'mcp'],
+    cwd: root,
+    env: { ...(process.env as Record<string, string>), MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' },
+    stderr: 'pipe',
+  });
+  let stderr = '';
+  transport.stderr?.on('data', (chunk) => (stderr += chunk));
+  const client = new Client({ name: 'memorypool-test', version: '0' });
+  await client.connect(transport);
+  register(() => client.close());
+  return { client, stderr: () => stderr };
+}
+
+describe('memorypool mcp (stdio)', () => {
+  it('lists the tools and runs each one on the data directory', async () => {
+    const dataDir = await tempDir();
+    const { client } = await connect(dataDir);
+    expect(client.getServerVersion()).toMatchObject({ name: 'memorypool' });
+    await exerciseEveryTool(client);
+  });
+
+  it('answers bad arguments with tool errors carrying the API messages', async () => {
+    const { client } = await connect(await tempDir());
+    await exerciseBadArguments(client);
+  });
+
+  it('writes durably: a second process started after the first closed sees the memory', async () => {
+    const dataDir = await tempDir();
+    const first = await connect(dataDir);
+    const stored = await callJson(first.client, 'remember', { text: 'The wifi password is on the fridge' });
+    await first.client.close();
+    const second = await connect(dataDir);
+    expect(await callJson(second.client, 'get_memory', { id: stored.id })).toEqual(stored);
+  });
+
+  it('answers a call sent just before stdin closes, then exits 0', async () => {
+    const dataDir = await tempDir();
+    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'mcp'], { cwd: root, env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' } });
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const messages = [
+      { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'pipe', version: '0' } } },
+      { jsonrpc: '2.0', method: 'notifications/initialized' },
+      { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'remember', arguments: { text: 'Sent with the pipe already closing' } } },
+    ];
+    child.stdin.end(messages.map((message) => JSON.stringify(message) + '\n').join(''));
+    expect(await exited).toBe(0);
+    const answers = stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(answers.map((answer) => answer.id)).toEqual([1, 2]);
+    expect(JSON.parse(answers[1].result.content[0].text).text).toBe('Sent with the pipe already closing');
+  });
+});
