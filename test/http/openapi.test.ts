@@ -53,7 +53,7 @@ describe('GET /openapi.json', () => {
     expect(search.required).toEqual(['query', 'user_id', 'top_k']);
     expect(search.properties.top_k).toMatchObject({ type: 'integer', minimum: 1 });
     const query = paths['/mem/search'].get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]);
-    expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['limit', false], ['user_id', false]]);
+    expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['limit', false], ['explain', false], ['user_id', false]]);
     expect(paths['/mem/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', required: true });
     expect(paths['/health'].get.security).toEqual([]);
     expect(paths['/mem'].post.security).toBeUndefined();
