@@ -8,14 +8,14 @@ import { MemoryService } from '../src/memory/memory-service.js';
 import { limitBenchmark, sessionKeyOfTurn, type BenchQuestion, type Benchmark, type BenchmarkName } from './benchmark.js';
 import { loadLocomo } from './datasets/locomo.js';
 import { loadLongMemEval } from './datasets/longmemeval.js';
-import { scoreQuestion, summarizeLatency, type QuestionScore, type Ranking } from './metrics.js';
+import { scoreQuestion, summarizeLatency, type QuestionScore } from './metrics.js';
 import { LanceDbPeer } from './peers/lancedb-peer.js';
 import { OramaPeer } from './peers/orama-peer.js';
 import type { Peer } from './peers/peer.js';
 import { mapConcurrent } from './pool.js';
 import { Progress } from '../src/cli/progress.js';
 import { planAdds, type PlannedAdd } from './replay-plan.js';
-import { HttpTarget, ServiceTarget, type ReplayTarget } from './replay-targets.js';
+import { HttpTarget, ServiceTarget, type ReplayTarget, type SearchAnswer } from './replay-targets.js';
 import { summarizeScores, type DatasetSummary, type EvalResults, type IngestSummary, type SystemResult } from './results.js';
 import { describeOverrides, noOpOverrides, selectSystems, type SystemSpec } from './systems.js';
 
@@ -67,8 +67,8 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   log(`${benchmark.name}: ${dataset.users} users, ${dataset.sessions} sessions, ${dataset.turns} turns in ${adds.length} Adds; ${dataset.questions} questions`);
 
   const sessionOf = new Map(benchmark.users.map((user) => [user.userId, sessionKeyOfTurn(user)]));
-  const score = (question: BenchQuestion, ranking: Ranking): QuestionScore =>
-    scoreQuestion(question, ranking, (turnId) => sessionOf.get(question.userId)?.get(turnId));
+  const score = (question: BenchQuestion, answer: SearchAnswer): QuestionScore =>
+    scoreQuestion(question, answer.ranking, (turnId) => sessionOf.get(question.userId)?.get(turnId), answer.words);
 
   const base = {
     benchmark: benchmark.name,
@@ -177,9 +177,9 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   };
 }
 
-type ProgressFactory = (label: string, total: number, unit: string) => Progress;
+export type ProgressFactory = (label: string, total: number, unit: string) => Progress;
 
-async function ingestAll(target: ReplayTarget, adds: readonly PlannedAdd[], makeProgress: ProgressFactory): Promise<IngestSummary> {
+export async function ingestAll(target: ReplayTarget, adds: readonly PlannedAdd[], makeProgress: ProgressFactory): Promise<IngestSummary> {
   const progress = makeProgress('ingest', adds.length, 'adds');
   const latencies: number[] = [];
   let units: number | undefined;
@@ -207,8 +207,8 @@ interface SearchRun {
 async function runSearches(
   label: string,
   questions: readonly BenchQuestion[],
-  search: (question: BenchQuestion) => Promise<Ranking>,
-  score: (question: BenchQuestion, ranking: Ranking) => QuestionScore,
+  search: (question: BenchQuestion) => Promise<SearchAnswer>,
+  score: (question: BenchQuestion, answer: SearchAnswer) => QuestionScore,
   makeProgress: ProgressFactory,
 ): Promise<SearchRun> {
   const progress = makeProgress(`search ${label}`, questions.length, 'q');
@@ -218,12 +218,12 @@ async function runSearches(
   const started = performance.now();
   const scores = await mapConcurrent(questions, SEARCH_CONCURRENCY, async (question) => {
     const t0 = performance.now();
-    const ranking = await search(question);
+    const answer = await search(question);
     latencies.push(performance.now() - t0);
-    returned += ranking.length;
-    unmapped += ranking.filter((turns) => turns.length === 0).length;
+    returned += answer.ranking.length;
+    unmapped += answer.ranking.filter((turns) => turns.length === 0).length;
     progress.tick();
-    return score(question, ranking);
+    return score(question, answer);
   });
   progress.finish();
   const wallSeconds = (performance.now() - started) / 1000;
@@ -242,7 +242,7 @@ async function runPeer(
   embedder: Embedder,
   exported: ExportedUnits,
   benchmark: Benchmark,
-  score: (question: BenchQuestion, ranking: Ranking) => QuestionScore,
+  score: (question: BenchQuestion, answer: SearchAnswer) => QuestionScore,
   log: (line: string) => void,
   makeProgress: ProgressFactory,
 ): Promise<{ system: SystemResult; scores?: QuestionScore[] }> {
@@ -270,12 +270,12 @@ async function runPeer(
       const [vector] = await embedder.embed([question.query.trim() || '?']);
       try {
         const indexes = await ready.search(question.userId, question.query, vector, TOP_K);
-        return indexes.map((index) => userUnits[index]?.turnIds ?? []);
+        return { ranking: indexes.map((index) => userUnits[index]?.turnIds ?? []) };
       } catch (error) {
         // One query the peer cannot parse scores as an empty list; it is counted, not fatal.
         failedQueries++;
         firstFailure ||= errorText(error);
-        return [];
+        return { ranking: [] };
       }
     }, score, makeProgress);
     if (failedQueries === benchmark.questions.length && failedQueries > 0) throw new Error(`every query failed, first: ${firstFailure}`);

@@ -13,6 +13,34 @@ export type AtK = Record<Cutoff, number>;
 
 export type Ranking = ReadonlyArray<readonly string[]>;
 
+/** Words of returned content an answer model reads: recall is also counted within these. */
+export const WORD_BUDGETS = [500, 1000, 2000, 4000] as const;
+export type WordBudget = (typeof WORD_BUDGETS)[number];
+
+/** Whitespace-separated words of a returned item's content (its prefix included). */
+export function countWords(text: string): number {
+  const words = text.match(/\S+/g);
+  return words === null ? 0 : words.length;
+}
+
+/**
+ * For each evidence item, the words a reader has read once it has read the whole first unit
+ * holding it (the running sum of `words` up to that unit), or null when it is not returned.
+ */
+export function evidenceWordEnds(ranking: Ranking, words: readonly number[], evidence: readonly string[]): Array<number | null> {
+  const ranks = evidenceRanks(ranking, evidence);
+  const ends: number[] = [];
+  let sum = 0;
+  for (let i = 0; i < ranking.length; i++) ends.push((sum += words[i] ?? 0));
+  return ranks.map((rank) => (rank === null ? null : ends[rank - 1]));
+}
+
+/** Share of the evidence read completely within the first `budget` words. */
+export function recallWithinWords(wordEnds: ReadonlyArray<number | null>, budget: number): number {
+  if (wordEnds.length === 0) return 0;
+  return wordEnds.filter((end) => end !== null && end <= budget).length / wordEnds.length;
+}
+
 /** Rank of the first unit holding each evidence item, or null when it is not in the ranking. */
 export function evidenceRanks(ranking: Ranking, evidence: readonly string[]): Array<number | null> {
   const firstRank = new Map<string, number>();
@@ -90,20 +118,30 @@ export interface QuestionScore {
   sessionRanks: Array<number | null>;
   /** Units returned. */
   returned: number;
+  /** Per evidence turn, the words read through the first unit holding it (absent when contents are unknown). */
+  turnWordEnds?: Array<number | null>;
+  /** Words of content returned in all. */
+  wordsReturned?: number;
 }
 
 export function scoreQuestion(
   question: { questionId: string; category: string; evidenceTurns: readonly string[]; evidenceSessions: readonly string[] },
   ranking: Ranking,
   sessionOf: (turnId: string) => string | undefined,
+  words?: readonly number[],
 ): QuestionScore {
-  return {
+  const score: QuestionScore = {
     questionId: question.questionId,
     category: question.category,
     turnRanks: evidenceRanks(ranking, question.evidenceTurns),
     sessionRanks: evidenceRanks(sessionRanking(ranking, sessionOf), question.evidenceSessions),
     returned: ranking.length,
   };
+  if (words !== undefined) {
+    score.turnWordEnds = evidenceWordEnds(ranking, words, question.evidenceTurns);
+    score.wordsReturned = words.reduce((sum, count) => sum + count, 0);
+  }
+  return score;
 }
 
 export interface LevelMetrics {
@@ -116,8 +154,16 @@ export interface LevelMetrics {
   ndcg10: number;
 }
 
+/** Recall within word budgets of returned content, and how long an item is on average. */
+export interface WordBudgetMetrics {
+  recall: Record<WordBudget, number>;
+  meanWordsPerItem: number;
+}
+
 export interface MetricSet {
   questions: number;
+  /** Present when the contents of returned items were known. */
+  words?: WordBudgetMetrics;
   /** Evidence turns (LoCoMo dia_ids, LongMemEval has_answer turns). */
   turn: LevelMetrics;
   /** Evidence sessions, over the distinct-session ranking. */
@@ -126,11 +172,20 @@ export interface MetricSet {
 
 /** Means over questions; a question without evidence at a level does not count at that level. */
 export function summarize(scores: readonly QuestionScore[]): MetricSet {
-  return {
+  const set: MetricSet = {
     questions: scores.length,
     turn: summarizeLevel(scores.map((score) => score.turnRanks)),
     session: summarizeLevel(scores.map((score) => score.sessionRanks)),
   };
+  const withWords = scores.filter((score) => score.turnWordEnds !== undefined && score.turnRanks.length > 0);
+  if (withWords.length > 0) {
+    const items = withWords.reduce((sum, score) => sum + score.returned, 0);
+    set.words = {
+      recall: Object.fromEntries(WORD_BUDGETS.map((budget) => [budget, mean(withWords.map((score) => recallWithinWords(score.turnWordEnds!, budget)))])) as Record<WordBudget, number>,
+      meanWordsPerItem: items === 0 ? 0 : withWords.reduce((sum, score) => sum + (score.wordsReturned ?? 0), 0) / items,
+    };
+  }
+  return set;
 }
 
 function summarizeLevel(allRanks: ReadonlyArray<ReadonlyArray<number | null>>): LevelMetrics {

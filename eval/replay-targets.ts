@@ -2,7 +2,7 @@ import type { ExportedUnit, MemoryService } from '../src/memory/memory-service.j
 import type { RetrievalWeights } from '../src/retrieval/retrieval-config.js';
 import type { BenchQuestion, BenchUser } from './benchmark.js';
 import { ContentMatcher, type MatchStats } from './content-matcher.js';
-import type { Ranking } from './metrics.js';
+import { countWords, type Ranking } from './metrics.js';
 import { TurnLocator, type PlannedAdd } from './replay-plan.js';
 
 /** What an Add did, as far as the target can tell (a server only says it succeeded). */
@@ -12,10 +12,17 @@ export interface AddResult {
   units?: number;
 }
 
+/** A search's answer as eval scores it: the turns of each returned item, and its content's words. */
+export interface SearchAnswer {
+  ranking: Ranking;
+  /** Words of each returned item's content; absent when the contents are not known (peers). */
+  words?: number[];
+}
+
 /** Where a replay sends its Adds and Searches: the service in this process, or a server. */
 export interface ReplayTarget {
   add(add: PlannedAdd): Promise<AddResult>;
-  search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<Ranking>;
+  search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<SearchAnswer>;
 }
 
 /** The service in this process; hits map to turns through their provenance fields. */
@@ -38,9 +45,10 @@ export class ServiceTarget implements ReplayTarget {
     });
   }
 
-  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<Ranking> {
-    const hits = await this.service.search({ userId: question.userId, query: question.query, limit }, weights ? { weights } : {});
-    return hits.map((hit) => this.turnsOf(question.userId, hit.memory));
+  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<SearchAnswer> {
+    // Searched as the platform's /search door searches, so in-process figures match the HTTP ones.
+    const hits = await this.service.search({ userId: question.userId, query: question.query, limit, profile: 'platform' }, weights ? { weights } : {});
+    return { ranking: hits.map((hit) => this.turnsOf(question.userId, hit.memory)), words: hits.map((hit) => countWords(hit.content)) };
   }
 
   /** Each exported unit with the turns it holds, for the peers. */
@@ -101,11 +109,12 @@ export class HttpTarget implements ReplayTarget {
     return {};
   }
 
-  async search(question: BenchQuestion, limit: number): Promise<Ranking> {
+  async search(question: BenchQuestion, limit: number): Promise<SearchAnswer> {
     const body = (await this.post('/search', { query: question.query, user_id: question.userId, top_k: limit })) as { data?: HttpSearchHit[] };
     if (!Array.isArray(body.data)) throw new Error(`POST /search: no data array in the answer`);
     const matcher = this.matchers.get(question.userId);
-    return body.data.map((hit) => (matcher ? matcher.match(String(hit.content ?? '')) : []));
+    const contents = body.data.map((hit) => String(hit.content ?? ''));
+    return { ranking: contents.map((content) => (matcher ? matcher.match(content) : [])), words: contents.map(countWords) };
   }
 
   /** How hits were matched to turns, summed over users. */

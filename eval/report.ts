@@ -1,4 +1,4 @@
-import { CUTOFFS, type AtK, type LevelMetrics, type MetricSet } from './metrics.js';
+import { CUTOFFS, WORD_BUDGETS, type AtK, type LevelMetrics, type MetricSet } from './metrics.js';
 import type { EvalResults, SystemResult } from './results.js';
 
 /** `<out>/report.md`: every table drawn from results.json, nothing measured here. */
@@ -33,6 +33,12 @@ export function renderReport(results: EvalResults): string {
     lines.push('## Turn level, any / all', '');
     lines.push('The same with the has_answer turns: any = at least one, all = every one within the first k units.', '');
     lines.push(...anyAllTable(results.systems, (system) => system.headline?.turn));
+  }
+
+  if (results.systems.some((system) => system.headline?.words)) {
+    lines.push('## Recall within a word budget', '');
+    lines.push('Share of evidence turns whose first returned unit is read whole within the first N words of returned `content` (prefix included): what an answer model reading up to that many words sees.', '');
+    lines.push(...wordBudgetTable(results.systems, (system) => system.headline));
   }
 
   const apart = d.categories.filter((category) => !category.headline);
@@ -103,6 +109,16 @@ export function renderReport(results: EvalResults): string {
 }
 
 type Pick = (system: SystemResult) => MetricSet | undefined;
+
+function wordBudgetTable(systems: readonly SystemResult[], pick: Pick): string[] {
+  const rows = [`| system | ${WORD_BUDGETS.map((budget) => `${budget} words`).join(' | ')} | mean words per item |`, `|---|${WORD_BUDGETS.map(() => '---:').join('|')}|---:|`];
+  for (const system of systems) {
+    const words = pick(system)?.words;
+    if (words) rows.push(`| ${system.name} | ${WORD_BUDGETS.map((budget) => pct(words.recall[budget])).join(' | ')} | ${words.meanWordsPerItem.toFixed(1)} |`);
+  }
+  rows.push('');
+  return rows;
+}
 
 function turnTable(systems: readonly SystemResult[], pick: Pick): string[] {
   const header = `| system | ${CUTOFFS.map((k) => `R@${k}`).join(' | ')} | MRR | NDCG@10 |`;

@@ -1,4 +1,4 @@
-import { DEFAULT_RETRIEVAL_WEIGHTS, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
+import { DEFAULT_RETRIEVAL_WEIGHTS, profileWeights, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
 
 /**
  * Every system one run can compare, in report order. The in-process ones all search the same
@@ -16,6 +16,8 @@ const FUSION_TERMS_OFF: Partial<RetrievalWeights> = {
   tagBoost: 0,
   timeCueBoost: 0,
   periodBoost: 0,
+  eventPeriodBoost: 0,
+  questionTurnPenalty: 0,
   importanceWeight: 0,
   decayWeight: 0,
 };
@@ -34,6 +36,14 @@ export const SYSTEMS: readonly SystemSpec[] = [
   { name: 'no-speaker', kind: 'service', description: 'hybrid without the named-speaker boost', overrides: { speakerBoost: 0 } },
   { name: 'no-time-cues', kind: 'service', description: 'hybrid without the "when" and named-period boosts', overrides: { timeCueBoost: 0, periodBoost: 0 } },
   { name: 'no-decay', kind: 'service', description: 'hybrid without time decay', overrides: { decayWeight: 0 } },
+  {
+    name: 'with-decay',
+    kind: 'service',
+    description: "hybrid with the protocol's decay (what /mem/search uses)",
+    overrides: { decayWeight: DEFAULT_RETRIEVAL_WEIGHTS.decayWeight },
+  },
+  { name: 'no-event-periods', kind: 'service', description: 'hybrid without the event-period boost', overrides: { eventPeriodBoost: 0 } },
+  { name: 'no-question-penalty', kind: 'service', description: 'hybrid without the question-turn penalty', overrides: { questionTurnPenalty: 0 } },
   { name: 'no-importance', kind: 'service', description: 'hybrid without the importance multiplier', overrides: { importanceWeight: 0 } },
   { name: 'orama', kind: 'peer', description: 'Orama hybrid search on the same units and vectors' },
   { name: 'lancedb', kind: 'peer', description: 'LanceDB full-text + vector hybrid on the same units and vectors' },
@@ -51,13 +61,12 @@ export function selectSystems(names: readonly string[] | undefined): SystemSpec[
 }
 
 /**
- * Overrides that change nothing because the default already has that value: an ablation of a
- * term that is off by default measures nothing, and the report says so.
+ * Overrides that change nothing because the platform's /search (which eval measures) already has
+ * that value: an ablation of a term that is off measures nothing, and the report says so.
  */
 export function noOpOverrides(overrides: Partial<RetrievalWeights>): string[] {
-  return (Object.keys(overrides) as Array<keyof RetrievalWeights>).filter(
-    (key) => overrides[key] === DEFAULT_RETRIEVAL_WEIGHTS[key],
-  );
+  const measured = profileWeights('platform');
+  return (Object.keys(overrides) as Array<keyof RetrievalWeights>).filter((key) => overrides[key] === measured[key]);
 }
 
 export function describeOverrides(overrides: Partial<RetrievalWeights>): string {

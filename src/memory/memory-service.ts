@@ -4,9 +4,9 @@ import { createError, isAppError } from '../errors.js';
 import { denseText, lexicalText, splitIntoUnits, standaloneContent, type UnitText } from '../ingest/message-units.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { analyze, ANALYZER_VERSION } from '../retrieval/analyzer.js';
-import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
-import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
-import { hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
+import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import { addressedRole, isDistractorQuestion, namedSpeaker } from '../retrieval/query-cues.js';
+import { eventPeriod, hasTimeExpression, isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import { UserCorpus, type CorpusUnit, type PreparedText } from '../retrieval/user-corpus.js';
 import { VectorIndex } from '../retrieval/vector-index.js';
 import { JsonlStore } from '../store/jsonl-store.js';
@@ -190,7 +190,8 @@ export class MemoryService {
     return this.track(async () => {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];
-      const weights = overrides.weights ? resolveWeights({ ...this.weights, ...overrides.weights }) : this.weights;
+      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
+      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
       const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query');
@@ -208,15 +209,18 @@ export class MemoryService {
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: tag === undefined ? undefined : (seq) => state.bySeq.get(seq)?.tags.includes(tag) ?? false,
+          explain: request.explain === true,
         },
         weights,
         request.limit,
       );
       const hits: SearchHit[] = [];
-      for (const { seq, score } of ranked) {
+      for (const { seq, score, explanation } of ranked) {
         const record = state.bySeq.get(seq);
         if (!record) continue;
-        hits.push({ memory: publicMemory(record), content: standaloneContent(unitText(record)), score: roundScore(score) });
+        const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
+        if (explanation) hit.explanation = explanation;
+        hits.push(hit);
       }
       return hits;
     });
@@ -742,19 +746,31 @@ function unitText(record: Memory): UnitText {
   };
 }
 
+/** A record's standalone content, built once: a record is replaced, never changed, so it cannot go stale. */
+const contentCache = new WeakMap<StoredRecord, string>();
+
+function hitContent(record: StoredRecord): string {
+  let content = contentCache.get(record);
+  if (content === undefined) contentCache.set(record, (content = standaloneContent(unitText(record))));
+  return content;
+}
+
 function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
   const text = unitText(record);
+  const speaker = record.role ? record.role.toLowerCase() : null;
   return {
     seq: record.seq,
     vector,
     terms: analyze(lexicalText(text)),
-    speaker: record.role ? record.role.toLowerCase() : null,
+    speaker,
     sessionId: record.session_id ?? null,
     messageKey: record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null,
     timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
     importance: record.importance,
     tags: record.tags.map((tag) => tag.toLowerCase()),
     hasTimeExpression: hasTimeExpression(record.text),
+    eventPeriod: eventPeriod(record.text, text.timeMs),
+    isQuestion: isDistractorQuestion(record.text, speaker),
   };
 }
 

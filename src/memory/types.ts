@@ -1,3 +1,7 @@
+import type { ScoreExplanation } from '../retrieval/fuse-scores.js';
+
+export type { ScoreExplanation, ScoreTerm } from '../retrieval/fuse-scores.js';
+
 /** A stored memory as every door returns it. Vectors and index data never leave the service. */
 export interface Memory {
   id: string;
@@ -63,6 +67,13 @@ export interface SearchRequest {
   options?: string[];
   /** Only memories carrying this tag. */
   tag?: string;
+  /** Break each hit's score into its terms (`SearchHit.explanation`). */
+  explain?: boolean;
+  /**
+   * The door asking: `platform` (the evaluation platform's /search) applies
+   * `PLATFORM_SEARCH_OVERRIDES` (no decay); absent, the MemoryPool protocol's weights.
+   */
+  profile?: 'platform';
 }
 
 /** A platform search hit: `content` stands on its own (who said it, and when). */
@@ -70,6 +81,11 @@ export interface SearchHit {
   memory: Memory;
   content: string;
   score: number;
+  /**
+   * Only when the request asked to explain: the unrounded score and its terms in the order the
+   * fusion applied them (from 0: add, or multiply), so replaying them gives `explanation.score`.
+   */
+  explanation?: ScoreExplanation;
 }
 
 export interface ListRequest {

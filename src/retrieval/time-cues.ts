@@ -160,6 +160,35 @@ function unitMs(unit: string): number {
   return 365.25 * DAY_MS;
 }
 
+/** Meteorological seasons (northern hemisphere) by their first month; winter runs into the next year. */
+const SEASON_START: ReadonlyMap<string, number> = new Map([
+  ['spring', 2], ['summer', 5], ['autumn', 8], ['fall', 8], ['winter', 11],
+]);
+const SEASON = String.raw`(spring|summer|autumn|fall|winter)`;
+
+/** The season that starts in `year` (winter 2023 is December 2023 to February 2024). */
+function seasonPeriod(year: number, season: string): TimePeriod {
+  const month = SEASON_START.get(season.toLowerCase())!;
+  return { startMs: Date.UTC(year, month, 1), endMs: Date.UTC(year, month + 3, 1) };
+}
+
+/**
+ * "last summer": the latest one over by the reference; "this summer": the one of the reference's
+ * year (in January, this winter began in December); "in the summer": the latest one begun.
+ */
+function relativeSeason(which: string, season: string, reference: Date): TimePeriod {
+  let year = reference.getUTCFullYear();
+  const now = reference.getTime();
+  if (which === 'last' || which === 'past') {
+    while (seasonPeriod(year, season).endMs > now) year--;
+  } else if (which === 'this') {
+    if (SEASON_START.get(season.toLowerCase()) === 11 && reference.getUTCMonth() < 2) year--;
+  } else {
+    while (seasonPeriod(year, season).startMs > now) year--;
+  }
+  return seasonPeriod(year, season);
+}
+
 /** Monday 00:00 of the reference's week. */
 function weekStart(reference: Date): number {
   const sinceMonday = (reference.getUTCDay() + 6) % 7;
@@ -212,6 +241,29 @@ const PERIOD_RULES: readonly PeriodRule[] = [
       const day = Number(m[2]);
       return dayPeriod(latestYearFor(month, day, reference), month, day);
     },
+  },
+  {
+    // "from May to July 2023", "between March and May": both ends, the first before the second.
+    pattern: new RegExp(
+      String.raw`\b(?:from|between)\s+(${MONTH})\.?\s+(?:to|and|until|till|through)\s+(${MONTH})\.?(?:,?\s+${YEAR})?\b`,
+      'gi',
+    ),
+    resolve: (m, reference) => {
+      const first = MONTH_INDEX.get(m[1]!.toLowerCase())!;
+      const last = MONTH_INDEX.get(m[2]!.toLowerCase())!;
+      if (m[3] === undefined && reference === null) return null;
+      const endYear = m[3] !== undefined ? Number(m[3]) : latestYearFor(last, 1, reference!);
+      const startYear = first <= last ? endYear : endYear - 1;
+      return { startMs: monthPeriod(startYear, first).startMs, endMs: monthPeriod(endYear, last).endMs };
+    },
+  },
+  {
+    pattern: new RegExp(String.raw`\b${SEASON}\s+(?:of\s+)?${YEAR}\b`, 'gi'),
+    resolve: (m) => seasonPeriod(Number(m[2]), m[1]!),
+  },
+  {
+    pattern: new RegExp(String.raw`\b(last|past|this|in\s+the|during\s+the|over\s+the)\s+${SEASON}\b`, 'gi'),
+    resolve: (m, reference) => (reference === null ? null : relativeSeason(m[1]!.toLowerCase().split(/\s+/)[0]!, m[2]!, reference)),
   },
   {
     pattern: new RegExp(String.raw`\b(?:in|during|throughout|of|for|the\s+year)\s+${YEAR}\b`, 'gi'),
@@ -422,4 +474,20 @@ export function formatStamp(ms: number): string {
   if (!Number.isFinite(ms)) return '';
   const iso = new Date(ms).toISOString();
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)}`;
+}
+
+/**
+ * The period an event told in a turn happened in, resolved against the turn's own date: "I went
+ * hiking yesterday" said on 9 May 2023 is about 8 May 2023. The same rules as a question's named
+ * period (a text with no time expression is not parsed at all); null when it names none, or
+ * only plans.
+ */
+export function eventPeriod(text: string, spokenAtMs: number): TimePeriod | null {
+  if (!Number.isFinite(spokenAtMs) || !hasTimeExpression(text)) return null;
+  return namedPeriod(text, new Date(spokenAtMs));
+}
+
+/** Whether two half-open periods share any instant. */
+export function periodsOverlap(a: TimePeriod, b: TimePeriod): boolean {
+  return a.startMs < b.endMs && b.startMs < a.endMs;
 }

@@ -1,15 +1,18 @@
 import { Bm25Index } from './bm25-index.js';
 import {
-  compareRanked,
   contextCosine,
   decayMultiplier,
   importanceMultiplier,
+  fuseScore,
   minMaxNormalize,
   tagBoost,
-  weightedSum,
   withNeighbours,
+  type FusedParts,
+  type ScoreExplanation,
+  type ScoreTerm,
 } from './fuse-scores.js';
 import type { RetrievalWeights } from './retrieval-config.js';
+import { periodsOverlap, type TimePeriod } from './time-cues.js';
 import { VectorIndex } from './vector-index.js';
 
 /** What retrieval knows of one stored unit. */
@@ -28,6 +31,10 @@ export interface CorpusUnit {
   /** Lowercased tags. */
   tags: readonly string[];
   hasTimeExpression: boolean;
+  /** When the event the unit tells of happened: its time expressions resolved against its own date. */
+  eventPeriod: TimePeriod | null;
+  /** A question between named speakers (penalised a little, see `questionTurnPenalty`). */
+  isQuestion: boolean;
 }
 
 /** A query made ready for scoring: its terms and its vector. */
@@ -47,14 +54,34 @@ export interface CorpusQuery {
   /** Lowercased tags whose exact presence on a unit is rewarded. */
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
-  period: { startMs: number; endMs: number } | null;
+  period: TimePeriod | null;
   /** Keeps only units passing it (a tag filter), applied before the cut. */
   filter?: (seq: number) => boolean;
+  /** Return each unit's score broken into its terms (costs nothing when off). */
+  explain?: boolean;
 }
 
 export interface RankedUnit {
   seq: number;
   score: number;
+  explanation?: ScoreExplanation;
+}
+
+/**
+ * The units in slots 0..n-1 with their neighbours as slot numbers (-1: none), so that a search
+ * scores in typed arrays. Derived from `links`, and dropped whenever they change.
+ */
+interface SlotLayout {
+  units: CorpusUnit[];
+  slotOfSeq: Map<number, number>;
+  previous: Int32Array;
+  previousTurn: Int32Array;
+  nextTurn: Int32Array;
+  /** v·p with the previous unit's vector; NaN when there is none. */
+  selfDotPrevious: Float64Array;
+  /** Units split from one message share an id; -1 for a unit that is a whole memory. */
+  message: Int32Array;
+  messageCount: number;
 }
 
 interface UnitLinks {
@@ -80,6 +107,7 @@ export class UserCorpus {
   private readonly sessions = new Map<string, CorpusUnit[]>();
   private readonly speakerCounts = new Map<string, number>();
   private newestTime = -Infinity;
+  private layout: SlotLayout | null = null;
 
   /** Units whose vectors the HNSW index does not hold yet (a rebuild in progress). */
   private readonly unindexed = new Set<number>();
@@ -130,6 +158,7 @@ export class UserCorpus {
    * and complete, else later through `indexPending`.
    */
   add(units: readonly CorpusUnit[]): void {
+    this.layout = null;
     const touchedSessions = new Set<string>();
     for (const unit of units) {
       if (this.links.has(unit.seq)) this.remove(unit.seq);
@@ -171,6 +200,7 @@ export class UserCorpus {
   remove(seq: number): void {
     const link = this.links.get(seq);
     if (!link) return;
+    this.layout = null;
     const { unit } = link;
     this.links.delete(seq);
     this.lexical.remove(seq);
@@ -196,43 +226,135 @@ export class UserCorpus {
     }
   }
 
-  /** Ranks the user's units for a query; sorted before the cut, ties broken by newer first. */
+  /**
+   * Ranks the user's units for a query; sorted before the cut, ties broken by newer first.
+   * Scoring works on typed arrays indexed by slot (see `layout`): no per-request Map, no string.
+   */
   search(query: CorpusQuery, weights: RetrievalWeights, limit: number): RankedUnit[] {
     if (this.links.size === 0 || limit <= 0) return [];
-    const candidates = this.candidates(query, weights);
-    const base = this.baseScores(query.main, candidates, weights);
-    if (query.options.length > 0 && weights.optionWeight > 0) {
-      const best = new Float64Array(candidates.length);
-      for (const option of query.options) {
-        const optionBase = this.baseScores(option, candidates, weights);
-        for (let i = 0; i < best.length; i++) if (optionBase[i] > best[i]) best[i] = optionBase[i];
-      }
-      for (let i = 0; i < base.length; i++) base[i] += weights.optionWeight * best[i];
-    }
-    const baseBySeq = new Map<number, number>();
-    candidates.forEach((link, i) => baseBySeq.set(link.unit.seq, base[i]));
+    const layout = this.currentLayout();
+    const candidates = this.candidateSlots(query, weights, layout);
+    const count = candidates.length;
+    // Position of each slot among the candidates, -1 when not one: a neighbour outside them shares nothing.
+    const position = new Int32Array(layout.units.length).fill(-1);
+    for (let i = 0; i < count; i++) position[candidates[i]] = i;
 
-    const ranked: Array<RankedUnit & { messageKey: string | null }> = [];
-    for (let i = 0; i < candidates.length; i++) {
-      const { unit, previousTurn, nextTurn } = candidates[i];
-      if (query.filter && !query.filter(unit.seq)) continue;
-      let score = withNeighbours(
-        base[i],
-        previousTurn ? baseBySeq.get(previousTurn.seq) : undefined,
-        nextTurn ? baseBySeq.get(nextTurn.seq) : undefined,
-        weights.neighbourWeight,
-      );
-      if (query.speaker !== null && unit.speaker === query.speaker) score += weights.speakerBoost;
-      if (query.role && unit.speaker === query.role) score += weights.roleBoost;
-      score += tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
-      if (query.whenQuestion && unit.hasTimeExpression) score += weights.timeCueBoost;
-      if (query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs) score += weights.periodBoost;
-      score *= importanceMultiplier(unit.importance, weights.importanceWeight);
-      score *= decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
-      ranked.push({ seq: unit.seq, score, messageKey: unit.messageKey });
+    const main = this.baseShares(query.main, candidates, position, weights, layout);
+    const optionShare = new Float64Array(count);
+    if (query.options.length > 0 && weights.optionWeight > 0) {
+      for (const option of query.options) {
+        const shares = this.baseShares(option, candidates, position, weights, layout);
+        for (let i = 0; i < count; i++) optionShare[i] = Math.max(optionShare[i], shares.dense[i] + shares.lexical[i]);
+      }
+      for (let i = 0; i < count; i++) optionShare[i] *= weights.optionWeight;
     }
-    ranked.sort(compareRanked);
-    return bestPartPerMessage(ranked, limit);
+    // The base score (what neighbours share) is the first three terms, summed as fuseScore sums them.
+    const base = new Float64Array(count);
+    for (let i = 0; i < count; i++) base[i] = main.dense[i] + main.lexical[i] + optionShare[i];
+
+    const parts = {} as FusedParts;
+    const fillParts = (i: number): FusedParts => {
+      const slot = candidates[i];
+      const unit = layout.units[slot];
+      const previousTurn = layout.previousTurn[slot] >= 0 ? position[layout.previousTurn[slot]] : -1;
+      const nextTurn = layout.nextTurn[slot] >= 0 ? position[layout.nextTurn[slot]] : -1;
+      parts.dense = main.dense[i];
+      parts.bm25 = main.lexical[i];
+      parts.options = optionShare[i];
+      parts.neighbours = withNeighbours(0, previousTurn >= 0 ? base[previousTurn] : undefined, nextTurn >= 0 ? base[nextTurn] : undefined, weights.neighbourWeight);
+      parts.speaker = query.speaker !== null && unit.speaker === query.speaker ? weights.speakerBoost : 0;
+      parts.role = query.role && unit.speaker === query.role ? weights.roleBoost : 0;
+      parts.tags = tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
+      parts.timeCue = query.whenQuestion && unit.hasTimeExpression ? weights.timeCueBoost : 0;
+      parts.period = query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs ? weights.periodBoost : 0;
+      parts.eventPeriod = query.period && unit.eventPeriod && periodsOverlap(unit.eventPeriod, query.period) ? weights.eventPeriodBoost : 0;
+      parts.questionTurn = unit.isQuestion ? -weights.questionTurnPenalty : 0;
+      parts.importance = importanceMultiplier(unit.importance, weights.importanceWeight);
+      parts.decay = decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
+      return parts;
+    };
+
+    const score = new Float64Array(count);
+    const order = new Uint32Array(count);
+    let kept = 0;
+    for (let i = 0; i < count; i++) {
+      if (query.filter && !query.filter(layout.units[candidates[i]].seq)) continue;
+      score[i] = fuseScore(fillParts(i));
+      order[kept++] = i;
+    }
+    const ranked = order.subarray(0, kept).sort((a, b) => score[b] - score[a] || layout.units[candidates[b]].seq - layout.units[candidates[a]].seq);
+
+    // One result per message, its best part: the parts of one long message would otherwise crowd
+    // the top of the list with one turn, and a result stands for the turn it comes from.
+    const seenMessage = new Uint8Array(layout.messageCount);
+    const out: RankedUnit[] = [];
+    for (let r = 0; r < ranked.length && out.length < limit; r++) {
+      const i = ranked[r];
+      const message = layout.message[candidates[i]];
+      if (message >= 0) {
+        if (seenMessage[message] === 1) continue;
+        seenMessage[message] = 1;
+      }
+      const seq = layout.units[candidates[i]].seq;
+      if (!query.explain) {
+        out.push({ seq, score: score[i] });
+        continue;
+      }
+      // The same pure computation again, this time listing its terms: it cannot differ.
+      const terms: ScoreTerm[] = [];
+      const explained = fuseScore(fillParts(i), terms);
+      out.push({ seq, score: explained, explanation: { score: explained, terms } });
+    }
+    return out;
+  }
+
+  /** The slot layout of the units, rebuilt after a change (adds and removes are rare next to searches). */
+  private currentLayout(): SlotLayout {
+    if (this.layout !== null) return this.layout;
+    const units: CorpusUnit[] = [];
+    const slotOfSeq = new Map<number, number>();
+    for (const { unit } of this.links.values()) {
+      slotOfSeq.set(unit.seq, units.length);
+      units.push(unit);
+    }
+    const n = units.length;
+    const slotOf = (unit: CorpusUnit | null): number => (unit === null ? -1 : (slotOfSeq.get(unit.seq) ?? -1));
+    const previous = new Int32Array(n);
+    const previousTurn = new Int32Array(n);
+    const nextTurn = new Int32Array(n);
+    const selfDotPrevious = new Float64Array(n);
+    const message = new Int32Array(n);
+    const messageIds = new Map<string, number>();
+    for (let slot = 0; slot < n; slot++) {
+      const link = this.links.get(units[slot].seq)!;
+      previous[slot] = slotOf(link.previous);
+      previousTurn[slot] = slotOf(link.previousTurn);
+      nextTurn[slot] = slotOf(link.nextTurn);
+      selfDotPrevious[slot] = link.selfDotPrevious ?? Number.NaN;
+      const key = units[slot].messageKey;
+      if (key === null) {
+        message[slot] = -1;
+      } else {
+        let id = messageIds.get(key);
+        if (id === undefined) messageIds.set(key, (id = messageIds.size));
+        message[slot] = id;
+      }
+    }
+    this.layout = { units, slotOfSeq, previous, previousTurn, nextTurn, selfDotPrevious, message, messageCount: messageIds.size };
+    return this.layout;
+  }
+
+  /** Every slot for users scored exhaustively; else the slots of the BM25 and HNSW candidates. */
+  private candidateSlots(query: CorpusQuery, weights: RetrievalWeights, layout: SlotLayout): Int32Array {
+    if (this.links.size <= weights.exhaustiveLimit || !this.vectorIndexComplete) {
+      const all = new Int32Array(layout.units.length);
+      for (let slot = 0; slot < all.length; slot++) all[slot] = slot;
+      return all;
+    }
+    const links = this.candidates(query, weights);
+    const slots = new Int32Array(links.length);
+    for (let i = 0; i < links.length; i++) slots[i] = layout.slotOfSeq.get(links[i].unit.seq)!;
+    return slots;
   }
 
   /**
@@ -260,28 +382,51 @@ export class UserCorpus {
     return out;
   }
 
-  private baseScores(text: PreparedText, candidates: readonly UnitLinks[], weights: RetrievalWeights): Float64Array {
-    const lexicalBySeq = weights.denseWeight < 1 ? this.lexical.score(text.terms) : new Map<number, number>();
-    const lexical = new Float64Array(candidates.length);
-    const dense = new Float64Array(candidates.length);
-    const dotCache = new Map<number, number>();
-    const queryDot = (unit: CorpusUnit): number => {
-      let value = dotCache.get(unit.seq);
-      if (value === undefined) dotCache.set(unit.seq, (value = dot(text.vector, unit.vector)));
-      return value;
-    };
-    for (let i = 0; i < candidates.length; i++) {
-      const { unit, previous, selfDotPrevious } = candidates[i];
-      lexical[i] = lexicalBySeq.get(unit.seq) ?? 0;
-      if (weights.denseWeight > 0) {
-        dense[i] = contextCosine(queryDot(unit), previous ? queryDot(previous) : undefined, selfDotPrevious, weights.contextWeight);
+  /** The two weighted halves of a text's base score per candidate: denseWeight · norm(dense) and (1 − denseWeight) · norm(bm25). */
+  private baseShares(
+    text: PreparedText,
+    candidates: Int32Array,
+    position: Int32Array,
+    weights: RetrievalWeights,
+    layout: SlotLayout,
+  ): { dense: Float64Array; lexical: Float64Array } {
+    const count = candidates.length;
+    const lexical = new Float64Array(count);
+    const dense = new Float64Array(count);
+    if (weights.denseWeight < 1) {
+      this.lexical.forEachScore(text.terms, (seq, termScore) => {
+        const slot = layout.slotOfSeq.get(seq);
+        const i = slot === undefined ? -1 : position[slot];
+        if (i >= 0) lexical[i] += termScore;
+      });
+    }
+    if (weights.denseWeight > 0) {
+      // q·v per slot, computed once: a unit's own and as its next unit's previous.
+      const queryDot = new Float64Array(layout.units.length).fill(Number.NaN);
+      const dotOf = (slot: number): number => {
+        let value = queryDot[slot];
+        if (Number.isNaN(value)) queryDot[slot] = value = dot(text.vector, layout.units[slot].vector);
+        return value;
+      };
+      for (let i = 0; i < count; i++) {
+        const slot = candidates[i];
+        const previous = layout.previous[slot];
+        const selfDotPrevious = layout.selfDotPrevious[slot];
+        dense[i] = contextCosine(
+          dotOf(slot),
+          previous >= 0 ? dotOf(previous) : undefined,
+          Number.isNaN(selfDotPrevious) ? undefined : selfDotPrevious,
+          weights.contextWeight,
+        );
       }
     }
     const lexicalNorm = minMaxNormalize(lexical);
     const denseNorm = minMaxNormalize(dense);
-    const base = new Float64Array(candidates.length);
-    for (let i = 0; i < base.length; i++) base[i] = weightedSum(denseNorm[i], lexicalNorm[i], weights.denseWeight);
-    return base;
+    for (let i = 0; i < count; i++) {
+      dense[i] = weights.denseWeight * denseNorm[i];
+      lexical[i] = (1 - weights.denseWeight) * lexicalNorm[i];
+    }
+    return { dense, lexical };
   }
 
   private relink(sessionId: string): void {
@@ -313,24 +458,6 @@ export class UserCorpus {
 
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
-}
-
-/**
- * Keeps the best-ranked part of each message: the parts of one long message would otherwise
- * crowd the top of the list with one turn, and a result stands for the turn it comes from.
- */
-function bestPartPerMessage(ranked: ReadonlyArray<RankedUnit & { messageKey: string | null }>, limit: number): RankedUnit[] {
-  const seen = new Set<string>();
-  const out: RankedUnit[] = [];
-  for (const { seq, score, messageKey } of ranked) {
-    if (out.length >= limit) break;
-    if (messageKey !== null) {
-      if (seen.has(messageKey)) continue;
-      seen.add(messageKey);
-    }
-    out.push({ seq, score });
-  }
-  return out;
 }
 
 function dot(a: Float32Array, b: Float32Array): number {

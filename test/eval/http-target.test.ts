@@ -93,8 +93,10 @@ describe('HttpTarget', () => {
       messages: user.sessions[0].turns.map((turn) => ({ role: turn.role, timestamp: day, content: turn.content })),
     });
 
-    const ranking = await target.search({ questionId: 'q', userId: 'conv', query: 'Where did they eat fondue?', category: '1', evidenceTurns: ['D1:2'], evidenceSessions: [] }, 100);
+    const { ranking, words } = await target.search({ questionId: 'q', userId: 'conv', query: 'Where did they eat fondue?', category: '1', evidenceTurns: ['D1:2'], evidenceSessions: [] }, 100);
     expect(ranking[0]).toEqual(['D1:2']);
+    expect(words).toHaveLength(ranking.length);
+    expect(words!.every((count) => count > 0)).toBe(true);
     expect(ranking).toHaveLength(4);
     expect(ranking.every((turns) => turns.length === 1)).toBe(true);
     expect(requests.at(-1)?.body).toEqual({ query: 'Where did they eat fondue?', user_id: 'conv', top_k: 100 });

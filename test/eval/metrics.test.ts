@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import {
+  countWords,
   evidenceRanks,
+  evidenceWordEnds,
+  recallWithinWords,
   ndcgAtK,
   percentile,
   recallAllAtK,
@@ -23,6 +26,31 @@ describe('evidenceRanks', () => {
 
   it('counts a unit for every turn it contains', () => {
     expect(evidenceRanks([['p', 'q']], ['q', 'p'])).toEqual([1, 1]);
+  });
+});
+
+describe('recall within a word budget', () => {
+  it('counts words, and ends each evidence turn where its first unit has been read whole', () => {
+    expect(countWords('[8 May 2023] Caroline:  I went  hiking\n')).toBe(7);
+    expect(countWords('   ')).toBe(0);
+    // Units of 300, 400, 200, 100, 50, 700 words.
+    const ends = evidenceWordEnds(ranking, [300, 400, 200, 100, 50, 700], ['a', 'c', 'd', 'z']);
+    expect(ends).toEqual([300, 900, 1750, null]);
+    expect(recallWithinWords(ends, 500)).toBe(0.25);
+    expect(recallWithinWords(ends, 1000)).toBe(0.5);
+    expect(recallWithinWords(ends, 2000)).toBe(0.75);
+    expect(recallWithinWords([], 2000)).toBe(0);
+  });
+
+  it('is summarised with the mean words per item when contents were known, and absent otherwise', () => {
+    const question = { questionId: 'q', category: '1', evidenceTurns: ['b'], evidenceSessions: [] };
+    const withWords = scoreQuestion(question, ranking, () => undefined, [100, 100, 600, 100, 100, 100]);
+    expect(withWords.turnWordEnds).toEqual([800]);
+    const set = summarize([withWords]);
+    expect(set.words?.recall[500]).toBe(0);
+    expect(set.words?.recall[1000]).toBe(1);
+    expect(set.words?.meanWordsPerItem).toBe(1100 / 6);
+    expect(summarize([scoreQuestion(question, ranking, () => undefined)]).words).toBeUndefined();
   });
 });
 

@@ -1,12 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import {
-  compareRanked,
+  applyTerms,
   contextCosine,
   decayMultiplier,
+  fuseScore,
   importanceMultiplier,
   minMaxNormalize,
+  type FusedParts,
+  type ScoreTerm,
   tagBoost,
-  weightedSum,
   withNeighbours,
 } from '../../src/retrieval/fuse-scores.js';
 
@@ -19,12 +21,6 @@ describe('fusion terms', () => {
     expect([...minMaxNormalize([0, 0])]).toEqual([0, 0]);
     expect([...minMaxNormalize([-0.2])]).toEqual([0]);
     expect([...minMaxNormalize([])]).toEqual([]);
-  });
-
-  it('weightedSum blends dense and lexical by the dense weight', () => {
-    expect(weightedSum(1, 0, 0.4)).toBeCloseTo(0.4);
-    expect(weightedSum(0, 1, 0.4)).toBeCloseTo(0.6);
-    expect(weightedSum(0.5, 0.5, 0.9)).toBeCloseTo(0.5);
   });
 
   it('contextCosine is the cosine with the normalised sum of the unit and its previous turn', () => {
@@ -68,12 +64,23 @@ describe('fusion terms', () => {
     expect(tagBoost([], new Set(['x']), 0.2)).toBe(0);
   });
 
-  it('compareRanked sorts by score, then newer first, deterministically', () => {
-    const items = [
-      { seq: 1, score: 0.5 },
-      { seq: 3, score: 0.9 },
-      { seq: 2, score: 0.5 },
-    ];
-    expect([...items].sort(compareRanked).map((item) => item.seq)).toEqual([3, 2, 1]);
+  it('fuseScore sums the added terms, then multiplies; its terms replay to the same score exactly', () => {
+    const parts: FusedParts = {
+      dense: 0.31, bm25: 0.17, options: 0.05, neighbours: 0.2, speaker: 0.15, role: 0, tags: 0.2,
+      timeCue: 0.05, period: 0, eventPeriod: 0.4, questionTurn: -0.1, importance: 1.1, decay: 0.97,
+    };
+    const terms: ScoreTerm[] = [];
+    const score = fuseScore(parts, terms);
+    expect(score).toBeCloseTo((0.31 + 0.17 + 0.05 + 0.2 + 0.15 + 0.2 + 0.05 + 0.4 - 0.1) * 1.1 * 0.97, 12);
+    expect(applyTerms(terms)).toBe(score);
+    // Terms that change nothing (an add of 0, a multiplier of 1) are left out.
+    expect(terms.map((t) => t.term)).toEqual(['dense', 'bm25', 'options', 'neighbours', 'speaker', 'tags', 'timeCue', 'eventPeriod', 'questionTurn', 'importance', 'decay']);
+    expect(terms.find((t) => t.term === 'decay')).toEqual({ term: 'decay', kind: 'multiply', value: 0.97 });
+    expect(fuseScore(parts)).toBe(score);
+  });
+
+  it('applyTerms starts from 0 and applies each term in order', () => {
+    expect(applyTerms([])).toBe(0);
+    expect(applyTerms([{ term: 'dense', kind: 'add', value: 0.5 }, { term: 'decay', kind: 'multiply', value: 0.5 }, { term: 'bm25', kind: 'add', value: 1 }])).toBe(1.25);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressedRole, namedSpeaker } from '../../src/retrieval/query-cues.js';
+import { addressedRole, isDistractorQuestion, namedSpeaker } from '../../src/retrieval/query-cues.js';
 
 describe('namedSpeaker', () => {
   const speakers = ['caroline', 'melanie', 'user'];
@@ -35,5 +35,16 @@ describe('addressedRole', () => {
     expect(addressedRole('What did I buy?', ['caroline', 'melanie'])).toBeNull();
     expect(addressedRole('Where is the Eiffel tower?', roles)).toBeNull();
     expect(addressedRole('What did I buy?', ['human', 'ai'])).toBe('human');
+  });
+});
+
+describe('isDistractorQuestion', () => {
+  it('is a question turn between named speakers only', () => {
+    expect(isDistractorQuestion('That is lovely! What other hobbies have you found?', 'melanie')).toBe(true);
+    expect(isDistractorQuestion('Did you go? ', 'caroline')).toBe(true);
+    expect(isDistractorQuestion('Is it "Charlotte\'s Web?"', 'caroline')).toBe(true);
+    expect(isDistractorQuestion('I went to the park? No, the beach.', 'caroline')).toBe(false);
+    expect(isDistractorQuestion('What should I buy for my sister?', 'user')).toBe(false);
+    expect(isDistractorQuestion('Any questions?', null)).toBe(false);
   });
 });

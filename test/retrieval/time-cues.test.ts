@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import {
+  eventPeriod,
   formatReadableDate,
   formatStamp,
   hasTimeExpression,
   isWhenQuestion,
   namedPeriod,
+  periodsOverlap,
 } from '../../src/retrieval/time-cues.js';
 
 /** Tuesday 30 May 2023, 15:31 UTC. */
@@ -206,6 +208,55 @@ describe('namedPeriod', () => {
     expect(period('in May 2023', invalid)).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) });
     expect(period('last week', invalid)).toBeNull();
     expect(period('in June', invalid)).toBeNull();
+  });
+});
+
+describe('eventPeriod: a turn\'s events resolved against its own date', () => {
+  // Tuesday 30 May 2023, 15:31 UTC.
+  const said = REFERENCE.getTime();
+  const on = (y: number, m: number, d: number) => ({ startMs: day(y, m, d), endMs: day(y, m, d) + DAY_MS });
+
+  it('resolves relative days and weekdays', () => {
+    expect(eventPeriod('I went hiking yesterday with my kids', said)).toEqual(on(2023, 5, 29));
+    expect(eventPeriod('The day before yesterday we painted', said)).toEqual(on(2023, 5, 28));
+    expect(eventPeriod('Last Friday I ran a charity race', said)).toEqual(on(2023, 5, 26));
+    const ago = eventPeriod('Two days ago I adopted a puppy', said)!;
+    expect(ago.startMs).toBeLessThanOrEqual(day(2023, 5, 28));
+    expect(ago.endMs).toBeGreaterThan(day(2023, 5, 28));
+  });
+
+  it('resolves relative weeks, months and years', () => {
+    expect(eventPeriod('Last week I went to a pride parade', said)).toEqual({ startMs: day(2023, 5, 22), endMs: day(2023, 5, 29) });
+    expect(eventPeriod('I started pottery last month', said)).toEqual({ startMs: day(2023, 4, 1), endMs: day(2023, 5, 1) });
+    expect(eventPeriod('We moved here last year', said)).toEqual({ startMs: day(2022, 1, 1), endMs: day(2023, 1, 1) });
+  });
+
+  it('resolves seasons: last, this, in the, and with a year', () => {
+    expect(eventPeriod('Last summer we camped by the lake', said)).toEqual({ startMs: day(2022, 6, 1), endMs: day(2022, 9, 1) });
+    expect(eventPeriod('We went skiing in the winter', said)).toEqual({ startMs: day(2022, 12, 1), endMs: day(2023, 3, 1) });
+    expect(eventPeriod('This spring I planted tomatoes', said)).toEqual({ startMs: day(2023, 3, 1), endMs: day(2023, 6, 1) });
+    expect(eventPeriod('The trip in the summer of 2021 was great', said)).toEqual({ startMs: day(2021, 6, 1), endMs: day(2021, 9, 1) });
+    // Said in January, "this winter" began last December.
+    expect(eventPeriod('This winter has been cold', Date.UTC(2024, 0, 10))).toEqual({ startMs: day(2023, 12, 1), endMs: day(2024, 3, 1) });
+  });
+
+  it('resolves ranges of months, across a year end too', () => {
+    expect(eventPeriod('I volunteered from March to May', said)).toEqual({ startMs: day(2023, 3, 1), endMs: day(2023, 6, 1) });
+    expect(eventPeriod('We travelled between November and February 2023', said)).toEqual({ startMs: day(2022, 11, 1), endMs: day(2023, 3, 1) });
+  });
+
+  it('resolves to nothing rather than to a guess', () => {
+    expect(eventPeriod('May I ask what you painted?', said)).toBeNull();
+    expect(eventPeriod('I love hiking with my family', said)).toBeNull();
+    // Plans are not events that happened.
+    expect(eventPeriod('Next summer we will go to Spain, this summer too', said)).toBeNull();
+    expect(eventPeriod('I have been painting since 2020', said)).toBeNull();
+    expect(eventPeriod('yesterday', Number.NaN)).toBeNull();
+  });
+
+  it('periodsOverlap: half-open periods sharing an instant', () => {
+    expect(periodsOverlap(on(2023, 5, 29), { startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) })).toBe(true);
+    expect(periodsOverlap(on(2023, 5, 31), { startMs: day(2023, 6, 1), endMs: day(2023, 7, 1) })).toBe(false);
   });
 });
 

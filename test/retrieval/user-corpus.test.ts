@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analyze } from '../../src/retrieval/analyzer.js';
+import { applyTerms } from '../../src/retrieval/fuse-scores.js';
 import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../src/retrieval/retrieval-config.js';
 import { UserCorpus, type CorpusQuery, type CorpusUnit } from '../../src/retrieval/user-corpus.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
@@ -24,6 +25,8 @@ function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): Corpu
     importance: 0.5,
     tags: [],
     hasTimeExpression: false,
+    eventPeriod: null,
+    isQuestion: false,
     ...extra,
   };
 }
@@ -85,6 +88,54 @@ describe('UserCorpus', () => {
     expect(corpus.search(query('hiking', { speaker: 'caroline' }), weights, 2)[0].seq).toBe(0);
     expect(corpus.search(query('hiking', { wantedTags: new Set(['outdoors']) }), weights, 2)[0].seq).toBe(1);
     expect(corpus.search(query('hiking', { filter: (seq) => seq === 0 }), weights, 2).map((r) => r.seq)).toEqual([0]);
+  });
+
+  it('explains each score with terms that replay to it, and ranks the same with or without explaining', () => {
+    const corpus = corpusWithIndex();
+    corpus.add([
+      unit(0, 'which instrument do you play', { speaker: 'caroline', importance: 0.9, hasTimeExpression: true }),
+      unit(1, 'the violin every evening since May', { speaker: 'melanie', tags: ['music'] }),
+      unit(2, 'nice weather today, we played outside', { speaker: 'caroline', timeMs: 1_600_000_000_000 }),
+    ]);
+    const q = query('when did Caroline play an instrument', {
+      speaker: 'caroline',
+      wantedTags: new Set(['music']),
+      whenQuestion: true,
+      options: [{ terms: analyze('violin'), vector: axis(1) }],
+    });
+    const plain = corpus.search(q, DEFAULT_RETRIEVAL_WEIGHTS, 3);
+    const explained = corpus.search({ ...q, explain: true }, DEFAULT_RETRIEVAL_WEIGHTS, 3);
+    expect(plain.every((r) => r.explanation === undefined)).toBe(true);
+    expect(explained.map((r) => [r.seq, r.score])).toEqual(plain.map((r) => [r.seq, r.score]));
+    for (const { score, explanation } of explained) {
+      expect(explanation!.score).toBe(score);
+      expect(applyTerms(explanation!.terms)).toBe(score);
+    }
+    const terms = (seq: number) => explained.find((r) => r.seq === seq)!.explanation!.terms.map((t) => t.term);
+    expect(terms(0)).toEqual(expect.arrayContaining(['bm25', 'speaker', 'timeCue', 'importance']));
+    expect(terms(1)).toEqual(expect.arrayContaining(['options', 'tags', 'neighbours']));
+    expect(terms(2)).toContain('decay');
+  });
+
+  it('boosts units whose event period overlaps the named one, and lowers question turns while their neighbours keep their share', () => {
+    const may = { startMs: Date.UTC(2023, 4, 1), endMs: Date.UTC(2023, 5, 1) };
+    const corpus = corpusWithIndex();
+    corpus.add([
+      unit(0, 'what did you paint', { isQuestion: true }),
+      unit(1, 'I painted a lake', { eventPeriod: { startMs: Date.UTC(2023, 4, 8), endMs: Date.UTC(2023, 4, 9) } }),
+      unit(2, 'I painted a lake too'),
+    ]);
+    const weights = resolveWeights({ ...lexicalOnly, neighbourWeight: 0.5, eventPeriodBoost: 0.4, questionTurnPenalty: 0.1 });
+    const ranked = corpus.search(query('paint', { period: may, explain: true }), weights, 3);
+    const byseq = new Map(ranked.map((r) => [r.seq, r]));
+    expect(byseq.get(1)!.explanation!.terms).toContainEqual({ term: 'eventPeriod', kind: 'add', value: 0.4 });
+    expect(byseq.get(0)!.explanation!.terms).toContainEqual({ term: 'questionTurn', kind: 'add', value: -0.1 });
+    expect(byseq.get(2)!.explanation!.terms.some((t) => t.term === 'eventPeriod')).toBe(false);
+    // The question turn's full base still feeds its neighbour: without the penalty, the same neighbour share.
+    const unpenalised = corpus.search(query('paint', { period: may, explain: true }), resolveWeights({ ...weights, questionTurnPenalty: 0 }), 3);
+    const share = (list: typeof ranked) => list.find((r) => r.seq === 1)!.explanation!.terms.find((t) => t.term === 'neighbours')?.value;
+    expect(share(ranked)).toBe(share(unpenalised));
+    expect(byseq.get(0)!.score).toBeCloseTo(unpenalised.find((r) => r.seq === 0)!.score - 0.1, 12);
   });
 
   it('removal drops a unit from every index and relinks its session', () => {

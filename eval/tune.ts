@@ -1,0 +1,200 @@
+import { mkdir } from 'node:fs/promises';
+import { Progress } from '../src/cli/progress.js';
+import type { Embedder, EmbedOptions } from '../src/embedding/embedder.js';
+import { MemoryService } from '../src/memory/memory-service.js';
+import { profileWeights, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
+import { limitBenchmark, sessionKeyOfTurn, type BenchmarkName } from './benchmark.js';
+import { assignFolds, crossValidate, expandGrid, type FoldResult, type Grid } from './cross-validate.js';
+import { ingestAll, loadBenchmark, SEARCH_CONCURRENCY, TOP_K, type ProgressFactory } from './evaluate.js';
+import { scoreQuestion, type MetricSet, type QuestionScore } from './metrics.js';
+import { mapConcurrent } from './pool.js';
+import { planAdds } from './replay-plan.js';
+import { ServiceTarget } from './replay-targets.js';
+import { summarizeScores } from './results.js';
+
+/**
+ * `npm run eval -- tune <benchmark>`: ingests once into a kept data directory (a rerun embeds
+ * nothing), searches every question once per grid point (query vectors are cached, so a point
+ * costs only scoring), then cross-validates the choice of point over folds of users.
+ */
+export interface TuneOptions {
+  benchmark: BenchmarkName;
+  data: string;
+  dataDir: string;
+  limit?: number;
+  folds: number;
+  grid: Grid;
+  makeEmbedder: () => Embedder;
+  command: string;
+  log?: (line: string) => void;
+  quiet?: boolean;
+}
+
+export interface PointResult {
+  overrides: Partial<RetrievalWeights>;
+  headline: MetricSet;
+  byCategory: Record<string, MetricSet>;
+}
+
+export interface TuneResults {
+  benchmark: BenchmarkName;
+  command: string;
+  data: string;
+  startedAt: string;
+  durationSeconds: number;
+  grid: Grid;
+  /** Point 0 is the defaults. */
+  points: PointResult[];
+  folds: Array<FoldResult & { users: string[]; chosenOverrides: Partial<RetrievalWeights> }>;
+  /** The point best on every question, and its figures (in-sample). */
+  inSample: { chosen: number; overrides: Partial<RetrievalWeights> };
+  /** Every question scored by the point its training folds chose. */
+  crossValidated: { headline: MetricSet; byCategory: Record<string, MetricSet> };
+  /** Held-out folds where the chosen point beat / tied / lost to the defaults. */
+  foldsVersusDefault: { gained: number; tied: number; lost: number };
+}
+
+/** The headline R@10 a fold maximises. */
+export function headlineRecallAt10(categories: Parameters<typeof summarizeScores>[1]) {
+  return (scores: readonly QuestionScore[]): number => summarizeScores(scores, categories).headline?.turn.recall[10] ?? 0;
+}
+
+export async function tune(options: TuneOptions): Promise<TuneResults> {
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const progress: ProgressFactory = (label, total, unit) => new Progress(label, total, unit, options.quiet ? null : process.stderr);
+  const started = Date.now();
+  const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
+  const adds = benchmark.users.flatMap((user) => planAdds(user));
+  const points = expandGrid(options.grid, profileWeights('platform'));
+  log(`${benchmark.name}: ${benchmark.users.length} users, ${benchmark.questions.length} questions; ${points.length} grid points, ${options.folds} folds`);
+  const sessionOf = new Map(benchmark.users.map((user) => [user.userId, sessionKeyOfTurn(user)]));
+
+  await mkdir(options.dataDir, { recursive: true });
+  const embedder = new QueryCachingEmbedder(options.makeEmbedder());
+  const service = await MemoryService.open({ dataDir: options.dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
+  const scores: QuestionScore[][] = [];
+  try {
+    const target = new ServiceTarget(service, adds);
+    const ingest = await ingestAll(target, adds, progress);
+    log(`ingest: ${adds.length - ingest.alreadyStored} of ${adds.length} Adds stored now, ${ingest.wallSeconds.toFixed(1)} s`);
+    const bar = progress('grid', points.length * benchmark.questions.length, 'q');
+    for (const overrides of points) {
+      scores.push(
+        await mapConcurrent(benchmark.questions, SEARCH_CONCURRENCY, async (question) => {
+          const answer = await target.search(question, TOP_K, overrides);
+          bar.tick();
+          return scoreQuestion(question, answer.ranking, (turnId) => sessionOf.get(question.userId)?.get(turnId), answer.words);
+        }),
+      );
+    }
+    bar.finish();
+  } finally {
+    await service.close();
+    await embedder.close();
+  }
+
+  const foldOfUser = assignFolds(benchmark.users.map((user) => user.userId), options.folds);
+  const foldOf = benchmark.questions.map((question) => foldOfUser.get(question.userId) ?? 0);
+  const objective = headlineRecallAt10(benchmark.categories);
+  const cv = crossValidate(scores, foldOf, objective);
+  const summary = (perQuestion: readonly QuestionScore[]) => {
+    const summarized = summarizeScores(perQuestion, benchmark.categories);
+    return { headline: summarized.headline!, byCategory: summarized.byCategory ?? {} };
+  };
+  const usersOfFold = (fold: number) => [...foldOfUser].filter(([, f]) => f === fold).map(([user]) => user);
+  return {
+    benchmark: benchmark.name,
+    command: options.command,
+    data: options.data,
+    startedAt: new Date(started).toISOString(),
+    durationSeconds: (Date.now() - started) / 1000,
+    grid: options.grid,
+    points: points.map((overrides, p) => ({ overrides, ...summary(scores[p]) })),
+    folds: cv.folds.map((fold) => ({ ...fold, users: usersOfFold(fold.fold), chosenOverrides: points[fold.chosen] })),
+    inSample: { chosen: cv.inSampleChosen, overrides: points[cv.inSampleChosen] },
+    crossValidated: summary(cv.heldOutScores),
+    foldsVersusDefault: {
+      gained: cv.folds.filter((f) => f.heldOutChosen > f.heldOutDefault + 1e-12).length,
+      tied: cv.folds.filter((f) => Math.abs(f.heldOutChosen - f.heldOutDefault) <= 1e-12).length,
+      lost: cv.folds.filter((f) => f.heldOutChosen < f.heldOutDefault - 1e-12).length,
+    },
+  };
+}
+
+/** The grid searches each question once per point: its query vector is encoded once. */
+class QueryCachingEmbedder implements Embedder {
+  private readonly cache = new Map<string, Float32Array>();
+
+  constructor(private readonly inner: Embedder) {}
+
+  get modelId(): string {
+    return this.inner.modelId;
+  }
+
+  get dimensions(): number {
+    return this.inner.dimensions;
+  }
+
+  ready(): Promise<void> {
+    return this.inner.ready();
+  }
+
+  async embed(texts: readonly string[], options?: EmbedOptions): Promise<Float32Array[]> {
+    if (options?.priority !== 'query') return this.inner.embed(texts, options);
+    const missing = [...new Set(texts.filter((text) => !this.cache.has(text)))];
+    if (missing.length > 0) {
+      const vectors = await this.inner.embed(missing, options);
+      missing.forEach((text, i) => this.cache.set(text, vectors[i]));
+    }
+    return texts.map((text) => this.cache.get(text)!);
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}
+
+export function describePoint(overrides: Partial<RetrievalWeights>): string {
+  const entries = Object.entries(overrides);
+  return entries.length === 0 ? 'defaults' : entries.map(([key, value]) => `${key}=${value}`).join(', ');
+}
+
+/** tune.md: the chosen weights per fold, held-out against the defaults, and every point in-sample. */
+export function renderTuneReport(results: TuneResults): string {
+  const pct = (value: number | undefined) => (value === undefined ? '' : (value * 100).toFixed(1));
+  const categories = Object.keys(results.points[0]?.byCategory ?? {});
+  const lines: string[] = [`# Cross-validated tuning: ${results.benchmark}`, ''];
+  lines.push(`- Command: \`${results.command}\``, `- Started ${results.startedAt}, took ${results.durationSeconds.toFixed(0)} s`);
+  lines.push(`- Grid: ${results.grid.map(([key, values]) => `${key} ∈ {${values.join(', ')}}`).join('; ')} (${results.points.length} points; defaults, as the platform's /search uses them: ${describeWeights()})`, '');
+  const row = (label: string, set: { headline: MetricSet; byCategory: Record<string, MetricSet> }) =>
+    `| ${label} | ${[1, 5, 10, 50].map((k) => pct(set.headline.turn.recall[k as 1])).join(' | ')} | ${categories.map((c) => pct(set.byCategory[c]?.turn.recall[10])).join(' | ')} | ${pct(set.headline.session.recallAny[5])} | ${set.headline.words ? [500, 1000, 2000, 4000].map((b) => pct(set.headline.words!.recall[b as 500])).join(' | ') : ' |  |  | '} |`;
+  const header = [
+    `| | R@1 | R@5 | R@10 | R@50 | ${categories.map((c) => `R@10 ${c}`).join(' | ')} | session any@5 | 500 w | 1000 w | 2000 w | 4000 w |`,
+    `|---|---:|---:|---:|---:|${categories.map(() => '---:').join('|')}|---:|---:|---:|---:|---:|`,
+  ];
+  lines.push('## Headline', '', ...header);
+  lines.push(row('defaults, in-sample', results.points[0]));
+  lines.push(row(`best in-sample (${describePoint(results.inSample.overrides)})`, results.points[results.inSample.chosen]));
+  lines.push(row('cross-validated (each fold scored with the point its training folds chose)', results.crossValidated), '');
+  const v = results.foldsVersusDefault;
+  lines.push(`Held-out folds where the chosen point beat the defaults: ${v.gained}, tied: ${v.tied}, lost: ${v.lost}.`, '');
+  lines.push('## Folds', '', '| fold | held-out users | questions | chosen on the other folds | train R@10 | held-out R@10 chosen | held-out R@10 defaults |', '|---:|---|---:|---|---:|---:|---:|');
+  for (const fold of results.folds) {
+    const users = fold.users.length > 4 ? `${fold.users.slice(0, 3).join(', ')} … (${fold.users.length})` : fold.users.join(', ');
+    lines.push(`| ${fold.fold} | ${users} | ${fold.questions} | ${describePoint(fold.chosenOverrides)} | ${pct(fold.trainObjective)} | ${pct(fold.heldOutChosen)} | ${pct(fold.heldOutDefault)} |`);
+  }
+  const mean = (pick: (f: FoldResult) => number) => results.folds.reduce((sum, f) => sum + pick(f), 0) / Math.max(1, results.folds.length);
+  lines.push(`| mean | | | | ${pct(mean((f) => f.trainObjective))} | ${pct(mean((f) => f.heldOutChosen))} | ${pct(mean((f) => f.heldOutDefault))} |`, '');
+  lines.push('## Every point, in-sample (best first)', '', ...header);
+  const order = results.points.map((_, p) => p).sort((a, b) => results.points[b].headline.turn.recall[10] - results.points[a].headline.turn.recall[10] || a - b);
+  for (const p of order) lines.push(row(describePoint(results.points[p].overrides), results.points[p]));
+  lines.push('');
+  return lines.join('\n');
+}
+
+function describeWeights(): string {
+  return Object.entries(profileWeights('platform'))
+    .filter(([key]) => key !== 'exhaustiveLimit' && key !== 'candidatePool')
+    .map(([key, value]) => `${key}=${value}`)
+    .join(', ');
+}
