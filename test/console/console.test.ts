@@ -87,11 +87,16 @@ describe('web console', () => {
     await firstHit.waitFor();
     expect(await firstHit.locator('.text').textContent()).toBe('Caroline adopted a rescue dog named Max');
     expect(await firstHit.locator('.score').textContent()).toMatch(/^score \d\.\d{3}$/);
+    // Each hit shows its score's terms (the explain box is ticked by default).
+    const terms = await firstHit.locator('table.explanation tr td:first-child').allTextContents();
+    expect(terms).toContain('dense');
+    expect(terms).toContain('importance');
     await shot(page, '2-search');
     await page.fill('#search-tag', 'work');
     await page.click('#search-form button[type=submit]');
-    await page.locator('#search-results li.memory .text', { hasText: 'counsellor' }).waitFor();
-    expect(await page.locator('#search-results li.memory').count()).toBe(1);
+    // The earlier results hold the same memory: wait for the list to be replaced, not for the text.
+    await page.waitForFunction(() => document.querySelectorAll('#search-results li.memory').length === 1);
+    expect(await page.locator('#search-results li.memory .text').textContent()).toBe('Caroline works as a counsellor at a youth centre');
 
     // Browse: newest first; memory text is shown as text, never run as markup.
     await page.click('nav button[data-view=browse]');

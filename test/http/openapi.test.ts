@@ -83,9 +83,11 @@ describe('GET /openapi.json', () => {
       ['GET /health', (await app.inject({ method: 'GET', url: '/health' })).json()],
       ['GET /mem/:id', (await app.inject({ method: 'GET', url: `/mem/${stored.id}` })).json()],
       ['GET /mem/stats', (await app.inject({ method: 'GET', url: '/mem/stats' })).json()],
+      ['GET /mem/search', (await app.inject({ method: 'GET', url: '/mem/search?q=tea&explain=true' })).json()],
       ['DELETE /users/:user_id', (await app.inject({ method: 'DELETE', url: '/users/nobody' })).json()],
       ['DELETE /mem/:id', (await app.inject({ method: 'DELETE', url: `/mem/${stored.id}` })).json()],
     ];
+    expect((answers[3][1] as Array<{ explanation: unknown }>)[0].explanation).toBeDefined();
     for (const [key, answer] of answers) expect(OPERATIONS[key].success.schema!.safeParse(answer).success, key).toBe(true);
   });
 

@@ -38,7 +38,11 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   // The standalone content says when: the model can quote it without the rest of the record.
   expect(hits[0].content).toMatch(/^\[\d{4}-\d\d-\d\d \d\d:\d\d\] Caroline adopted a rescue dog named Max$/);
   expect(typeof hits[0].score).toBe('number');
+  expect(hits[0]).not.toHaveProperty('explanation');
   expect(await callJson(client, 'recall', { query: 'dog', tag: 'pets', user_id: 'caroline' })).toHaveLength(1);
+  const [explained] = await callJson(client, 'recall', { query: 'dog named Max', user_id: 'caroline', limit: 1, explain: true });
+  expect(explained.explanation.score).toBeCloseTo(explained.score, 5);
+  expect(explained.explanation.terms.map((term: { term: string }) => term.term)).toContain('dense');
 
   const listed = await callJson(client, 'list_memories', { user_id: 'caroline' });
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
