@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { MemoryService } from '../memory/memory-service.js';
-import { invoke, poolStats } from '../protocol/invoke.js';
+import { invoke, poolStats, scoredMemory } from '../protocol/invoke.js';
 import {
   addParamsSchema,
   DEFAULT_USER,
@@ -27,8 +27,8 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
   app.get('/mem/search', async (request) => {
     const input = parseOr400(searchParamsSchema, request.query);
     authorizeUser(request, input.user_id);
-    const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag });
-    return hits.map((hit) => ({ ...hit.memory, score: hit.score }));
+    const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag, explain: input.explain });
+    return hits.map(scoredMemory);
   });
 
   app.get('/mem/list', async (request) => {

@@ -67,7 +67,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     tag: 'MemoryPool',
     query: searchParamsSchema,
     queryShape: { required: ['q'] },
-    examples: { question: { q: 'what is the dog called', limit: '3' }, tagged: { q: 'dog', tag: 'pets', user_id: 'default' } },
+    examples: { question: { q: 'what is the dog called', limit: '3' }, tagged: { q: 'dog', tag: 'pets', user_id: 'default' }, explained: { q: 'dog', explain: 'true' } },
     success: { status: 200, description: 'Memories, best first, each with its score', schema: z.array(scoredMemorySchema) },
     errors: [400],
   },

@@ -3,7 +3,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import { z } from 'zod';
 import { isAppError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
-import { runAction, type Action, type UserCheck } from '../protocol/invoke.js';
+import { runAction, scoredMemory, type Action, type UserCheck } from '../protocol/invoke.js';
 import { packageVersion } from '../http/package-files.js';
 import { parseOr400 } from '../http/validation.js';
 import { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
@@ -39,14 +39,14 @@ export const MEMORY_TOOLS: readonly MemoryTool[] = [
   {
     name: 'recall',
     description:
-      'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote.',
+      'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote. Set explain to see how each score was made.',
     schema: searchParamsSchema,
     shape: { omit: ['q'], required: ['query'] },
     run: async (service, args, checkUser) => {
       const input = parseOr400(searchParamsSchema, args);
       checkUser(input.user_id);
-      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag });
-      return hits.map((hit) => ({ ...hit.memory, content: hit.content, score: hit.score }));
+      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag, explain: input.explain });
+      return hits.map((hit) => ({ ...scoredMemory(hit), content: hit.content }));
     },
   },
   {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
+import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
 import { parseOr400 } from '../http/validation.js';
 import {
   addParamsSchema,
@@ -50,8 +51,8 @@ export async function runAction(service: MemoryService, action: Action, params: 
     case 'search': {
       const input = parseOr400(searchParamsSchema, params);
       checkUser(input.user_id);
-      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag });
-      return hits.map((hit) => ({ ...hit.memory, score: hit.score }));
+      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag, explain: input.explain });
+      return hits.map(scoredMemory);
     }
     case 'list': {
       const input = parseOr400(listParamsSchema, params);
@@ -85,6 +86,11 @@ function pickAction(...candidates: unknown[]): Action {
   const action = named.trim().toLowerCase();
   if ((INVOKE_ACTIONS as readonly string[]).includes(action)) return action as Action;
   throw createError('UNKNOWN_ACTION', `Unknown action ${JSON.stringify(named)}: expected one of ${INVOKE_ACTIONS.join(', ')}`);
+}
+
+/** A search hit as the MemoryPool doors answer it: the memory, its score, and its explanation when asked for. */
+export function scoredMemory(hit: SearchHit): ScoredMemory & { explanation?: ScoreExplanation } {
+  return hit.explanation ? { ...hit.memory, score: hit.score, explanation: hit.explanation } : { ...hit.memory, score: hit.score };
 }
 
 /** Pool statistics restricted to the users the caller may see (all of them with an unscoped token). */

@@ -30,6 +30,13 @@ const limit = z
 
 const tag = nonBlank('tag').optional().meta({ description: 'Only memories carrying this tag' });
 
+/** `explain=true` in a query string, `"explain": true` in JSON: each hit then carries its score's terms. */
+const explain = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0'])], { error: 'explain must be true or false' })
+  .transform((value) => value === true || value === 'true' || value === '1')
+  .optional()
+  .meta({ description: "Break each hit's score into the terms that made it (dense, BM25, boosts, multipliers)" });
+
 export const addParamsSchema = z.object({
   text: nonBlank('text')
     .max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` })
@@ -56,6 +63,7 @@ export const searchParamsSchema = z
     q: z.unknown().optional().meta({ type: 'string', description: 'Same as query' }),
     tag,
     limit,
+    explain,
     user_id: userId,
   })
   .transform((value, ctx) => {
@@ -64,7 +72,7 @@ export const searchParamsSchema = z
       ctx.addIssue({ code: 'custom', path: ['query'], message: query === undefined ? 'is required' : 'must be a non-empty string' });
       return z.NEVER;
     }
-    return { query, tag: value.tag, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, user_id: value.user_id ?? DEFAULT_USER };
+    return { query, tag: value.tag, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, user_id: value.user_id ?? DEFAULT_USER };
   });
 
 export const listParamsSchema = z

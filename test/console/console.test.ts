@@ -87,6 +87,10 @@ describe('web console', () => {
     await firstHit.waitFor();
     expect(await firstHit.locator('.text').textContent()).toBe('Caroline adopted a rescue dog named Max');
     expect(await firstHit.locator('.score').textContent()).toMatch(/^score \d\.\d{3}$/);
+    // Each hit shows its score's terms (the explain box is ticked by default).
+    const terms = await firstHit.locator('table.explanation tr td:first-child').allTextContents();
+    expect(terms).toContain('dense');
+    expect(terms).toContain('importance');
     await shot(page, '2-search');
     await page.fill('#search-tag', 'work');
     await page.click('#search-form button[type=submit]');

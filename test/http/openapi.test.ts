@@ -53,7 +53,7 @@ describe('GET /openapi.json', () => {
     expect(search.required).toEqual(['query', 'user_id', 'top_k']);
     expect(search.properties.top_k).toMatchObject({ type: 'integer', minimum: 1 });
     const query = paths['/mem/search'].get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]);
-    expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['limit', false], ['user_id', false]]);
+    expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['limit', false], ['explain', false], ['user_id', false]]);
     expect(paths['/mem/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', required: true });
     expect(paths['/health'].get.security).toEqual([]);
     expect(paths['/mem'].post.security).toBeUndefined();
@@ -83,9 +83,11 @@ describe('GET /openapi.json', () => {
       ['GET /health', (await app.inject({ method: 'GET', url: '/health' })).json()],
       ['GET /mem/:id', (await app.inject({ method: 'GET', url: `/mem/${stored.id}` })).json()],
       ['GET /mem/stats', (await app.inject({ method: 'GET', url: '/mem/stats' })).json()],
+      ['GET /mem/search', (await app.inject({ method: 'GET', url: '/mem/search?q=tea&explain=true' })).json()],
       ['DELETE /users/:user_id', (await app.inject({ method: 'DELETE', url: '/users/nobody' })).json()],
       ['DELETE /mem/:id', (await app.inject({ method: 'DELETE', url: `/mem/${stored.id}` })).json()],
     ];
+    expect((answers[3][1] as Array<{ explanation: unknown }>)[0].explanation).toBeDefined();
     for (const [key, answer] of answers) expect(OPERATIONS[key].success.schema!.safeParse(answer).success, key).toBe(true);
   });
 

@@ -27,7 +27,7 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   }
   const recall = tools.find((tool) => tool.name === 'recall')!;
   expect(recall.inputSchema.required).toEqual(['query']);
-  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'limit', 'user_id']);
+  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'limit', 'explain', 'user_id']);
 
   const dog = await callJson(client, 'remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });
   expect(dog).toMatchObject({ text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, source: 'mcp', user_id: 'caroline' });
@@ -38,7 +38,11 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   // The standalone content says when: the model can quote it without the rest of the record.
   expect(hits[0].content).toMatch(/^\[\d{4}-\d\d-\d\d \d\d:\d\d\] Caroline adopted a rescue dog named Max$/);
   expect(typeof hits[0].score).toBe('number');
+  expect(hits[0]).not.toHaveProperty('explanation');
   expect(await callJson(client, 'recall', { query: 'dog', tag: 'pets', user_id: 'caroline' })).toHaveLength(1);
+  const [explained] = await callJson(client, 'recall', { query: 'dog named Max', user_id: 'caroline', limit: 1, explain: true });
+  expect(explained.explanation.score).toBeCloseTo(explained.score, 5);
+  expect(explained.explanation.terms.map((term: { term: string }) => term.term)).toContain('dense');
 
   const listed = await callJson(client, 'list_memories', { user_id: 'caroline' });
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
