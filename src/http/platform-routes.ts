@@ -79,6 +79,8 @@ export function registerPlatformRoutes(app: FastifyInstance, service: MemoryServ
       query: body.query,
       limit: Math.min(body.top_k, topKMax),
       options: body.options ?? undefined,
+      // The platform's door searches without decay (eval/README.md: decay measured as no gain on benchmark conversations and a loss on unseen ones).
+      profile: 'platform',
     });
     return {
       data: hits.map((hit) => ({
