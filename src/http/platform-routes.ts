@@ -49,7 +49,9 @@ export const searchRequestSchema = z.object(
       .number({ error: (issue) => (issue.input === undefined ? 'Field required' : 'Input should be a valid integer') })
       // Any integer, however large (the route clamps it to top_k_max); `.int()` would refuse those past 2^53.
       .refine(Number.isInteger, { error: 'Input should be a valid integer', params: { type: 'int_type' } })
-      .min(1, { error: 'Input should be greater than or equal to 1' }),
+      .min(1, { error: 'Input should be greater than or equal to 1' })
+      // The refinement above is invisible to JSON Schema: the OpenAPI document still says integer.
+      .meta({ type: 'integer' }),
     options: z
       .array(z.string({ error: 'Input should be a valid string' }), { error: 'Input should be a valid list' })
       .max(MAX_SEARCH_OPTIONS, { error: (issue) => `List should have at most ${MAX_SEARCH_OPTIONS} items after validation, not ${(issue.input as unknown[]).length}` })
