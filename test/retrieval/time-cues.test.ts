@@ -119,6 +119,22 @@ describe('namedPeriod', () => {
     expect(period('Where did Joanna travel to in Jul. 2022?')).toEqual({ startMs: day(2022, 7, 1), endMs: day(2022, 8, 1) });
   });
 
+  it('reads a part of a month: its beginning, middle or end, a half, a numbered week or weekend', () => {
+    expect(period('What did Nate win in the beginning of November 2022?')).toEqual({ startMs: day(2022, 11, 1), endMs: day(2022, 11, 11) });
+    expect(period('Was the first half of September 2022 a good month?')).toEqual({ startMs: day(2022, 9, 1), endMs: day(2022, 9, 16) });
+    expect(period('What happened in mid-February 2023?')).toEqual({ startMs: day(2023, 2, 11), endMs: day(2023, 2, 21) });
+    // February 2023 has 28 days: its end and its last week stop there.
+    expect(period('What happened at the end of February 2023?')).toEqual({ startMs: day(2023, 2, 21), endMs: day(2023, 3, 1) });
+    expect(period('Where was Jolene during the last week of February 2023?')).toEqual({ startMs: day(2023, 2, 22), endMs: day(2023, 3, 1) });
+    expect(period('Where was Tim in the second week of November?')).toEqual({ startMs: day(2022, 11, 8), endMs: day(2022, 11, 15) });
+    expect(period('What did he do in the 3rd week of April 2023?')).toEqual({ startMs: day(2023, 4, 15), endMs: day(2023, 4, 22) });
+    // 1 April 2023 is a Saturday; the last Saturday of April 2023 is the 29th.
+    expect(period('Where did Andrew go during the first weekend of April 2023?')).toEqual({ startMs: day(2023, 4, 1), endMs: day(2023, 4, 3) });
+    expect(period('the last weekend of April 2023')).toEqual({ startMs: day(2023, 4, 29), endMs: day(2023, 5, 1) });
+    expect(period('What happened in early May?')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 5, 11) });
+    expect(period('What will happen at the end of June 2023?')).toBeNull();
+  });
+
   it('reads a year', () => {
     expect(period('When did John get an ankle injury in 2023?')).toEqual({ startMs: day(2023, 1, 1), endMs: day(2024, 1, 1) });
     expect(period("What was Caroline's 2022 trip like?")).toEqual({ startMs: day(2022, 1, 1), endMs: day(2023, 1, 1) });
