@@ -84,6 +84,8 @@ const TIME_EXPRESSIONS: readonly string[] = [
   String.raw`\b(?:in|during|over)\s+the\s+(?:summer|winter|spring|fall|autumn|holidays?)\b`,
   String.raw`\b(?:christmas|thanksgiving|halloween|easter|hanukkah|diwali|new\s+year'?s?|valentine'?s?\s+day)\b`,
   String.raw`\b(?:the\s+other\s+(?:day|night)|recently|lately)\b`,
+  // The time since the speakers last talked: "since we last spoke", "since last time", "since our last chat".
+  String.raw`\bsince\s+(?:(?:we|you|i)\s+last\s+(?:talked|spoke|chatted|met|saw|caught\s+up)|(?:the\s+)?last\s+time|our\s+last\s+(?:chat|talk|conversation|catch-?up))\b`,
 ];
 const TIME_EXPRESSION = new RegExp(TIME_EXPRESSIONS.join('|'), 'i');
 /** A capitalised "May" inside a sentence is the month, unless a subject follows ("…, May I ask"). */
@@ -98,7 +100,7 @@ const TIME_HINT = new RegExp(
   String.raw`\d|\b(?:yesterday|today|tonight|tomorrow|ago|weekends?|${UNAMBIGUOUS_MONTH}|${WEEKDAY}|may|` +
     String.raw`morning|afternoon|evening|nights?|days?|weeks?|months?|years?|hours?|decades?|` +
     String.raw`summer|winter|spring|fall|autumn|seasons?|semesters?|holidays?|` +
-    String.raw`christmas|thanksgiving|halloween|easter|hanukkah|diwali|recently|lately)\b`,
+    String.raw`christmas|thanksgiving|halloween|easter|hanukkah|diwali|recently|lately|since)\b`,
   'i',
 );
 

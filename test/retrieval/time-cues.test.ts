@@ -78,6 +78,9 @@ describe('hasTimeExpression', () => {
     'Christmas was fun',
     'I recently started painting',
     'the other day I saw him',
+    'So much has changed since last time we talked',
+    'Since we last spoke, some big things have happened',
+    'A lot happened since our last chat',
   ])('finds a time in %j', (text) => {
     expect(hasTimeExpression(text)).toBe(true);
   });
@@ -92,6 +95,8 @@ describe('hasTimeExpression', () => {
     "I'm feeling great",
     'That sounds amazing, tell me more',
     'My dog is called Max',
+    'I have loved turtles since I was a boy',
+    'Ever since we met, I smile more',
   ])('finds no time in %j', (text) => {
     expect(hasTimeExpression(text)).toBe(false);
   });
