@@ -15,6 +15,7 @@ const FUSION_TERMS_OFF: Partial<RetrievalWeights> = {
   speakerBoost: 0,
   tagBoost: 0,
   timeCueBoost: 0,
+  catchUpBoost: 0,
   periodBoost: 0,
   eventPeriodBoost: 0,
   questionTurnPenalty: 0,
@@ -34,7 +35,8 @@ export const SYSTEMS: readonly SystemSpec[] = [
   { name: 'no-neighbours', kind: 'service', description: 'hybrid without the session-neighbour term', overrides: { neighbourWeight: 0 } },
   { name: 'no-context', kind: 'service', description: 'hybrid without the previous-turn blend in the dense vector', overrides: { contextWeight: 0 } },
   { name: 'no-speaker', kind: 'service', description: 'hybrid without the named-speaker boost', overrides: { speakerBoost: 0 } },
-  { name: 'no-time-cues', kind: 'service', description: 'hybrid without the "when" and named-period boosts', overrides: { timeCueBoost: 0, periodBoost: 0 } },
+  { name: 'no-time-cues', kind: 'service', description: 'hybrid without the "when" and named-period boosts', overrides: { timeCueBoost: 0, catchUpBoost: 0, periodBoost: 0 } },
+  { name: 'no-catch-up', kind: 'service', description: 'hybrid without the extra "when" boost for the first turns of a session', overrides: { catchUpBoost: 0 } },
   { name: 'no-decay', kind: 'service', description: 'hybrid without time decay', overrides: { decayWeight: 0 } },
   {
     name: 'with-decay',

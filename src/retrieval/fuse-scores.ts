@@ -5,7 +5,7 @@
  *   base(u)  = denseWeight · norm(dense(u)) + (1 − denseWeight) · norm(bm25(u))
  *              + optionWeight · max over options of the same base for the option's text
  *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
- *                + speaker, tag, time-cue, period and event-period boosts − question-turn penalty )
+ *                + speaker, tag, time-cue (with catch-up), period and event-period boosts − question-turn penalty )
  *              · importanceMultiplier · decayMultiplier
  *
  * dense(u) is the cosine between the query and the unit's vector blended with its previous
@@ -13,6 +13,8 @@
  * scale from swamping the cosine (reciprocal rank fusion gave the weak dense list too much say).
  * `fuseScore` can also list the terms it applied: that list is a search hit's score explanation.
  */
+
+import type { RetrievalWeights } from './retrieval-config.js';
 
 const DAY_MS = 86_400_000;
 
@@ -69,6 +71,17 @@ export function decayMultiplier(ageMs: number, halfLifeDays: number, weight: num
   if (weight === 0 || halfLifeDays <= 0) return 1;
   const ageDays = Math.max(0, ageMs) / DAY_MS;
   return 1 - weight + weight * Math.pow(0.5, ageDays / halfLifeDays);
+}
+
+/**
+ * A "when" question favours turns that say when: any time expression, and more so one told in the
+ * first turns of a session, where people catch up on what happened since they last talked ("Last
+ * week I had a crazy game!"). On the LoCoMo dev split 40% of temporal evidence sits in the first
+ * two turns of a session, against 9% of all turns.
+ */
+export function timeCue(whenQuestion: boolean, hasTimeExpression: boolean, catchUpTurn: boolean, weights: Pick<RetrievalWeights, 'timeCueBoost' | 'catchUpBoost'>): number {
+  if (!whenQuestion || !hasTimeExpression) return 0;
+  return catchUpTurn ? weights.timeCueBoost + weights.catchUpBoost : weights.timeCueBoost;
 }
 
 /** Number of wanted tags (lowercase) the unit carries exactly, times the boost. */

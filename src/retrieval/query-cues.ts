@@ -2,6 +2,7 @@
  * Who a query is about, read from its words. Pure functions of the query and the user's known
  * speakers (lowercased roles), so the cues can be tested on their own.
  */
+import { hasTimeExpression } from './time-cues.js';
 
 /** Roles that name no person: a question mentioning "user" is not about a speaker called user. */
 const GENERIC_ROLES = new Set(['user', 'assistant', 'system', 'human', 'ai', 'bot', 'tool', 'agent', 'model']);
@@ -20,10 +21,12 @@ function words(query: string): Set<string> {
 /**
  * A turn that is itself a question ("What other hobbies have you found?") between named
  * speakers: it shares the question's words but rarely holds the answer (the next turn does).
+ * Not one that says when something happened before asking back ("I got mentored yesterday!
+ * What's up with you?"): that turn tells the event, and it is what a "when" question looks for.
  * Not in user/assistant histories, where the user's own questions often carry the fact.
  */
 export function isDistractorQuestion(text: string, speaker: string | null): boolean {
-  return speaker !== null && !GENERIC_ROLES.has(speaker) && /\?["'’)\]]*\s*$/.test(text);
+  return speaker !== null && !GENERIC_ROLES.has(speaker) && /\?["'’)\]]*\s*$/.test(text) && !hasTimeExpression(text);
 }
 
 /** The one known speaker a query names by name, if exactly one (a soft boost, never a filter). */

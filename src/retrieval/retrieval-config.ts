@@ -19,6 +19,11 @@ export interface RetrievalWeights {
   tagBoost: number;
   /** Added to units holding a time expression when the query asks "when". */
   timeCueBoost: number;
+  /**
+   * Added on top of `timeCueBoost`, for a "when" question, to a turn holding a time expression among the
+   * first two turns of its session: people catch up there on what happened since they last talked.
+   */
+  catchUpBoost: number;
   /** Added to units whose time falls in a period the query names ("in May 2023"). */
   periodBoost: number;
   /** Added to units whose own event period (their time expressions resolved against their date) overlaps the period the query names. */
@@ -47,6 +52,7 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   roleBoost: 0.3,
   tagBoost: 0.2,
   timeCueBoost: 0.05,
+  catchUpBoost: 0.1,
   periodBoost: 0.1,
   eventPeriodBoost: 0.2,
   questionTurnPenalty: 0.15,

@@ -84,6 +84,8 @@ const TIME_EXPRESSIONS: readonly string[] = [
   String.raw`\b(?:in|during|over)\s+the\s+(?:summer|winter|spring|fall|autumn|holidays?)\b`,
   String.raw`\b(?:christmas|thanksgiving|halloween|easter|hanukkah|diwali|new\s+year'?s?|valentine'?s?\s+day)\b`,
   String.raw`\b(?:the\s+other\s+(?:day|night)|recently|lately)\b`,
+  // The time since the speakers last talked: "since we last spoke", "since last time", "since our last chat".
+  String.raw`\bsince\s+(?:(?:we|you|i)\s+last\s+(?:talked|spoke|chatted|met|saw|caught\s+up)|(?:the\s+)?last\s+time|our\s+last\s+(?:chat|talk|conversation|catch-?up))\b`,
 ];
 const TIME_EXPRESSION = new RegExp(TIME_EXPRESSIONS.join('|'), 'i');
 /** A capitalised "May" inside a sentence is the month, unless a subject follows ("…, May I ask"). */
@@ -98,7 +100,7 @@ const TIME_HINT = new RegExp(
   String.raw`\d|\b(?:yesterday|today|tonight|tomorrow|ago|weekends?|${UNAMBIGUOUS_MONTH}|${WEEKDAY}|may|` +
     String.raw`morning|afternoon|evening|nights?|days?|weeks?|months?|years?|hours?|decades?|` +
     String.raw`summer|winter|spring|fall|autumn|seasons?|semesters?|holidays?|` +
-    String.raw`christmas|thanksgiving|halloween|easter|hanukkah|diwali|recently|lately)\b`,
+    String.raw`christmas|thanksgiving|halloween|easter|hanukkah|diwali|recently|lately|since)\b`,
   'i',
 );
 
@@ -118,6 +120,37 @@ function dayStart(ms: number): number {
 function monthPeriod(year: number, month: number): TimePeriod {
   return { startMs: Date.UTC(year, month, 1), endMs: Date.UTC(year, month + 1, 1) };
 }
+
+/** Parts of a month by their first and last day (inclusive; 31 stands for the month's last day). */
+const MONTH_PARTS: ReadonlyMap<string, readonly [number, number]> = new Map([
+  ['beginning', [1, 10]], ['start', [1, 10]], ['early', [1, 10]],
+  ['middle', [11, 20]], ['mid', [11, 20]],
+  ['end', [21, 31]], ['late', [21, 31]],
+  ['first half', [1, 15]], ['second half', [16, 31]],
+  ['first week', [1, 7]], ['second week', [8, 14]], ['third week', [15, 21]], ['fourth week', [22, 28]],
+]);
+
+/** Days `first`..`last` of a month, the last clipped to the month's end ("the last week": its final seven days). */
+function monthPart(year: number, month: number, part: string): TimePeriod {
+  const monthEnd = monthPeriod(year, month).endMs;
+  if (part === 'last week') return { startMs: monthEnd - WEEK_MS, endMs: monthEnd };
+  const [first, last] = MONTH_PARTS.get(part)!;
+  return { startMs: Date.UTC(year, month, first), endMs: Math.min(monthEnd, Date.UTC(year, month, last + 1)) };
+}
+
+/** The first, second… or last Saturday and Sunday of a month. */
+function monthWeekend(year: number, month: number, which: string): TimePeriod {
+  const firstSaturday = 1 + ((6 - new Date(Date.UTC(year, month, 1)).getUTCDay() + 7) % 7);
+  const daysInMonth = new Date(Date.UTC(year, month + 1, 0)).getUTCDate();
+  const nth = ORDINAL_INDEX.get(which)!;
+  const saturday = nth > 0 ? firstSaturday + 7 * (nth - 1) : firstSaturday + 7 * Math.floor((daysInMonth - firstSaturday) / 7);
+  const startMs = Date.UTC(year, month, saturday);
+  return { startMs, endMs: startMs + 2 * DAY_MS };
+}
+
+/** Which weekend of a month; 0 is the last. */
+const ORDINAL_INDEX: ReadonlyMap<string, number> = new Map([['first', 1], ['second', 2], ['third', 3], ['fourth', 4], ['last', 0]]);
+const ORDINAL_WORDS: ReadonlyMap<string, string> = new Map([['1st', 'first'], ['2nd', 'second'], ['3rd', 'third'], ['4th', 'fourth']]);
 
 function yearPeriod(year: number): TimePeriod {
   return { startMs: Date.UTC(year, 0, 1), endMs: Date.UTC(year + 1, 0, 1) };
@@ -219,6 +252,22 @@ const PERIOD_RULES: readonly PeriodRule[] = [
   {
     pattern: new RegExp(String.raw`\b${YEAR}[-/](\d{1,2})[-/](\d{1,2})\b`, 'g'),
     resolve: (m) => dayPeriod(Number(m[1]), Number(m[2]) - 1, Number(m[3])),
+  },
+  {
+    // "the first week of August 2023", "the last weekend of May", "the beginning of January",
+    // "the second half of September 2022", "late March": a part of the month, not all of it.
+    pattern: new RegExp(
+      String.raw`\b(?:(?:the\s+)?(?:(first|1st|second|2nd|third|3rd|fourth|4th|last)\s+(week|weekend)|(beginning|start|middle|end|first\s+half|second\s+half))\s+of\s+(?:the\s+month\s+of\s+)?|(early|mid|late)[\s-]+)(${MONTH})\.?(?:,?\s+${YEAR})?\b`,
+      'gi',
+    ),
+    resolve: (m, reference) => {
+      const month = MONTH_INDEX.get(m[5]!.toLowerCase())!;
+      if (m[6] === undefined && reference === null) return null;
+      const year = m[6] !== undefined ? Number(m[6]) : latestYearFor(month, 1, reference!);
+      if (m[1] === undefined) return monthPart(year, month, (m[3] ?? m[4])!.toLowerCase().replace(/\s+/g, ' '));
+      const ordinal = ORDINAL_WORDS.get(m[1].toLowerCase()) ?? m[1].toLowerCase();
+      return m[2]!.toLowerCase() === 'weekend' ? monthWeekend(year, month, ordinal) : monthPart(year, month, `${ordinal} week`);
+    },
   },
   {
     pattern: new RegExp(String.raw`\b(${MONTH})\.?,?\s+(?:of\s+)?${YEAR}\b`, 'gi'),

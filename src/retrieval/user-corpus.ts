@@ -6,6 +6,7 @@ import {
   fuseScore,
   minMaxNormalize,
   tagBoost,
+  timeCue,
   withNeighbours,
   type FusedParts,
   type ScoreExplanation,
@@ -82,6 +83,8 @@ interface SlotLayout {
   /** Units split from one message share an id; -1 for a unit that is a whole memory. */
   message: Int32Array;
   messageCount: number;
+  /** 1 for a unit of the first two turns of its session (see `timeCue`). */
+  catchUpTurn: Uint8Array;
 }
 
 interface UnitLinks {
@@ -265,7 +268,7 @@ export class UserCorpus {
       parts.speaker = query.speaker !== null && unit.speaker === query.speaker ? weights.speakerBoost : 0;
       parts.role = query.role && unit.speaker === query.role ? weights.roleBoost : 0;
       parts.tags = tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
-      parts.timeCue = query.whenQuestion && unit.hasTimeExpression ? weights.timeCueBoost : 0;
+      parts.timeCue = timeCue(query.whenQuestion, unit.hasTimeExpression, layout.catchUpTurn[slot] === 1, weights);
       parts.period = query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs ? weights.periodBoost : 0;
       parts.eventPeriod = query.period && unit.eventPeriod && periodsOverlap(unit.eventPeriod, query.period) ? weights.eventPeriodBoost : 0;
       parts.questionTurn = unit.isQuestion ? -weights.questionTurnPenalty : 0;
@@ -340,7 +343,12 @@ export class UserCorpus {
         message[slot] = id;
       }
     }
-    this.layout = { units, slotOfSeq, previous, previousTurn, nextTurn, selfDotPrevious, message, messageCount: messageIds.size };
+    const catchUpTurn = new Uint8Array(n);
+    for (let slot = 0; slot < n; slot++) {
+      const before = previousTurn[slot];
+      catchUpTurn[slot] = units[slot].sessionId !== null && (before < 0 || previousTurn[before] < 0) ? 1 : 0;
+    }
+    this.layout = { units, slotOfSeq, previous, previousTurn, nextTurn, selfDotPrevious, message, messageCount: messageIds.size, catchUpTurn };
     return this.layout;
   }
 

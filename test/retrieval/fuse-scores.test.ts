@@ -9,6 +9,7 @@ import {
   type FusedParts,
   type ScoreTerm,
   tagBoost,
+  timeCue,
   withNeighbours,
 } from '../../src/retrieval/fuse-scores.js';
 
@@ -56,6 +57,14 @@ describe('fusion terms', () => {
     expect(decayMultiplier(-5 * day, 30, 0.2)).toBe(1);
     expect(decayMultiplier(1e12, 30, 0)).toBe(1);
     expect(decayMultiplier(1e15, 30, 1)).toBeGreaterThanOrEqual(0);
+  });
+
+  it('timeCue favours time expressions for "when" questions, more in a catch-up turn', () => {
+    const weights = { timeCueBoost: 0.05, catchUpBoost: 0.1 };
+    expect(timeCue(true, true, false, weights)).toBe(0.05);
+    expect(timeCue(true, true, true, weights)).toBeCloseTo(0.15, 12);
+    expect(timeCue(true, false, true, weights)).toBe(0);
+    expect(timeCue(false, true, true, weights)).toBe(0);
   });
 
   it('tagBoost counts exact (case-insensitive) tag hits', () => {

@@ -47,4 +47,11 @@ describe('isDistractorQuestion', () => {
     expect(isDistractorQuestion('What should I buy for my sister?', 'user')).toBe(false);
     expect(isDistractorQuestion('Any questions?', null)).toBe(false);
   });
+
+  it('is not a question turn that first says when something happened', () => {
+    expect(isDistractorQuestion("I got mentored by a business coach yesterday! What's been up with you?", 'jon')).toBe(false);
+    expect(isDistractorQuestion('We moved last month. Have you been busy?', 'gina')).toBe(false);
+    expect(isDistractorQuestion('Have you been busy? I have.', 'gina')).toBe(false);
+    expect(isDistractorQuestion('Great photo! Have you been busy?', 'gina')).toBe(true);
+  });
 });

@@ -78,6 +78,9 @@ describe('hasTimeExpression', () => {
     'Christmas was fun',
     'I recently started painting',
     'the other day I saw him',
+    'So much has changed since last time we talked',
+    'Since we last spoke, some big things have happened',
+    'A lot happened since our last chat',
   ])('finds a time in %j', (text) => {
     expect(hasTimeExpression(text)).toBe(true);
   });
@@ -92,6 +95,8 @@ describe('hasTimeExpression', () => {
     "I'm feeling great",
     'That sounds amazing, tell me more',
     'My dog is called Max',
+    'I have loved turtles since I was a boy',
+    'Ever since we met, I smile more',
   ])('finds no time in %j', (text) => {
     expect(hasTimeExpression(text)).toBe(false);
   });
@@ -117,6 +122,22 @@ describe('namedPeriod', () => {
   it('reads a month and year as that month', () => {
     expect(period('What did Caroline do in May 2023?')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) });
     expect(period('Where did Joanna travel to in Jul. 2022?')).toEqual({ startMs: day(2022, 7, 1), endMs: day(2022, 8, 1) });
+  });
+
+  it('reads a part of a month: its beginning, middle or end, a half, a numbered week or weekend', () => {
+    expect(period('What did Nate win in the beginning of November 2022?')).toEqual({ startMs: day(2022, 11, 1), endMs: day(2022, 11, 11) });
+    expect(period('Was the first half of September 2022 a good month?')).toEqual({ startMs: day(2022, 9, 1), endMs: day(2022, 9, 16) });
+    expect(period('What happened in mid-February 2023?')).toEqual({ startMs: day(2023, 2, 11), endMs: day(2023, 2, 21) });
+    // February 2023 has 28 days: its end and its last week stop there.
+    expect(period('What happened at the end of February 2023?')).toEqual({ startMs: day(2023, 2, 21), endMs: day(2023, 3, 1) });
+    expect(period('Where was Jolene during the last week of February 2023?')).toEqual({ startMs: day(2023, 2, 22), endMs: day(2023, 3, 1) });
+    expect(period('Where was Tim in the second week of November?')).toEqual({ startMs: day(2022, 11, 8), endMs: day(2022, 11, 15) });
+    expect(period('What did he do in the 3rd week of April 2023?')).toEqual({ startMs: day(2023, 4, 15), endMs: day(2023, 4, 22) });
+    // 1 April 2023 is a Saturday; the last Saturday of April 2023 is the 29th.
+    expect(period('Where did Andrew go during the first weekend of April 2023?')).toEqual({ startMs: day(2023, 4, 1), endMs: day(2023, 4, 3) });
+    expect(period('the last weekend of April 2023')).toEqual({ startMs: day(2023, 4, 29), endMs: day(2023, 5, 1) });
+    expect(period('What happened in early May?')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 5, 11) });
+    expect(period('What will happen at the end of June 2023?')).toBeNull();
   });
 
   it('reads a year', () => {

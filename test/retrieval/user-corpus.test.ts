@@ -138,6 +138,29 @@ describe('UserCorpus', () => {
     expect(byseq.get(0)!.score).toBeCloseTo(unpenalised.find((r) => r.seq === 0)!.score - 0.1, 12);
   });
 
+  it('gives "when" questions the catch-up boost in the first two turns of a session only, parts of one message counting once', () => {
+    const corpus = corpusWithIndex();
+    const said = { hasTimeExpression: true };
+    corpus.add([
+      unit(0, 'hi again, last week I ran a race', { ...said, messageKey: 'm0' }),
+      unit(1, 'and yesterday I ran again', { ...said, messageKey: 'm1' }),
+      unit(2, 'yesterday I ran once more', { ...said, messageKey: 'm1' }),
+      unit(3, 'last month I ran too', said),
+      unit(4, 'I ran on Monday', { ...said, sessionId: null }),
+    ]);
+    const weights = resolveWeights({ ...lexicalOnly, timeCueBoost: 0.05, catchUpBoost: 0.1 });
+    const ranked = corpus.search(query('ran', { whenQuestion: true, explain: true }), weights, 5);
+    const cue = (...seqs: number[]) => ranked.find((r) => seqs.includes(r.seq))!.explanation!.terms.find((t) => t.term === 'timeCue')?.value;
+    expect(cue(0)).toBeCloseTo(0.15, 12);
+    // The second message (units 1 and 2) returns its best part once; it is the second turn either way.
+    expect(cue(1, 2)).toBeCloseTo(0.15, 12);
+    expect(cue(3)).toBe(0.05);
+    // A memory outside any session opens nothing.
+    expect(cue(4)).toBe(0.05);
+    const plain = corpus.search(query('ran', { whenQuestion: false, explain: true }), weights, 5);
+    expect(plain.every((r) => r.explanation!.terms.every((t) => t.term !== 'timeCue'))).toBe(true);
+  });
+
   it('removal drops a unit from every index and relinks its session', () => {
     const corpus = corpusWithIndex();
     corpus.add([unit(0, 'question about cats'), unit(1, 'answer about dogs'), unit(2, 'more about birds')]);
