@@ -28,6 +28,8 @@ import type {
 } from './types.js';
 
 const INDEX_FLUSH_DELAY_MS = 2_000;
+/** How long after the start the background loading of users waits (ms): the first requests come first. */
+const WARM_UP_DELAY_MS = 1_000;
 
 export interface MemoryServiceOptions {
   /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
@@ -98,6 +100,8 @@ export class MemoryService {
   private total = 0;
   private background: Promise<void> = Promise.resolve();
   private drained: (() => void) | null = null;
+  /** Ends the background loading's current pause (on close). */
+  private wakeWarmUp: (() => void) | null = null;
   private closing = false;
 
   private constructor(options: MemoryServiceOptions) {
@@ -127,23 +131,27 @@ export class MemoryService {
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
     const service = new MemoryService(options);
-    await service.store.init();
-    await service.embedder.ready();
-    // A count without parsing (JSONL: a newline scan; PostgreSQL: one query), kept by this service's writes after.
-    service.total = await service.store.countMemories();
-    // Serving starts at once: users load on first use, and in the background otherwise.
+    // The model loads on the encoder's thread meanwhile.
+    await Promise.all([service.store.init(), service.embedder.ready()]);
+    // Serving starts at once: a request loads its own user; counting and loading the others wait
+    // (see warmUp), so that nothing the start does scales with the size of the pool.
     if (service.preload) service.background = service.warmUp();
     return service;
   }
 
   /**
-   * Loads users (up to the cache budget) and checks their index caches, one user at a time:
-   * searches score exhaustively until a user's index is complete, and a user a request needs
-   * first is loaded by that request.
+   * Counts the pool and loads users (up to the cache budget), one at a time, after the first
+   * requests have had the process to themselves: a request needs only its own user, and the
+   * loads here would otherwise hold the event loop while it waits. Searches score exhaustively
+   * until a user's index is complete.
    */
   private async warmUp(): Promise<void> {
     try {
+      await this.idleFor(WARM_UP_DELAY_MS);
+      if (this.closing) return;
+      this.total = await this.store.countMemories();
       for (const userId of await this.store.listUsers()) {
+        await this.idleFor(0);
         if (this.closing || this.cache.full) return;
         const state = await this.cache.get(userId);
         await this.lifecycle.attachAll([state]);
@@ -151,6 +159,23 @@ export class MemoryService {
     } catch (error) {
       this.logger.error({ err: errorMessage(error) }, 'loading users in the background failed; they load on first use');
     }
+  }
+
+  /** Waits `ms`, then until no request is in flight (checked every WARM_UP_DELAY_MS / 10); at once when closing. */
+  private async idleFor(ms: number): Promise<void> {
+    const pause = (wait: number): Promise<void> =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          this.wakeWarmUp = null;
+          resolve();
+        }, wait);
+        this.wakeWarmUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    await pause(ms);
+    while (this.inFlight > 0 && !this.closing) await pause(WARM_UP_DELAY_MS / 10);
   }
 
   /** Where the data lives (a directory, or the database URL without its password). */
@@ -164,7 +189,7 @@ export class MemoryService {
     return this.total;
   }
 
-  /** Memories stored, as this service last knew it (exact for a JSONL pool, which has one writer). */
+  /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */
   get count(): number {
     return this.total;
   }
@@ -438,6 +463,7 @@ export class MemoryService {
   async close(): Promise<void> {
     this.closing = true;
     this.lifecycle.closing = true;
+    this.wakeWarmUp?.();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;
     await this.cache.evictionsSettled();
