@@ -179,7 +179,7 @@ export class UserCache {
       await this.store.replaceVectors(userId, stale.map((unit, i) => ({ id: unit.record.id, vector: fresh[i], model: this.options.modelId })));
     }
     const state = emptyUserState(userId, snapshot.version);
-    admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })));
+    admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })), new Map());
     this.states.set(userId, state);
     await this.options.lifecycle.attachIfSearched(state);
     this.resize(state);
