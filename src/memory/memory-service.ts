@@ -432,22 +432,26 @@ export class MemoryService {
     return this.store.listUsers();
   }
 
+  /**
+   * Per-user figures without loading anyone: users this replica holds come from memory (brought
+   * up to date), the others from the store's counts, so a pool larger than the cache can be
+   * described without evicting what is cached.
+   */
   async stats(): Promise<PoolStats> {
-    const userIds = await this.listUsers();
     const perUser: PoolStats['per_user'] = [];
     let count = 0;
-    for (const userId of userIds) {
-      const state = await this.existingUser(userId);
-      if (!state) continue;
-      const bytes = await this.store.storedBytes(userId);
-      const sessions = new Set([...state.records.values()].map((record) => record.session_id).filter(Boolean));
-      count += state.records.size;
+    for (const userId of await this.listUsers()) {
+      const cached = this.cache.peek(userId) ? await this.existingUser(userId) : null;
+      const figures = cached
+        ? { count: cached.records.size, sessions: new Set([...cached.records.values()].map((record) => record.session_id).filter(Boolean)).size }
+        : await this.store.userCounts(userId);
+      if (figures.count === 0) continue;
+      count += figures.count;
       perUser.push({
         user_id: userId,
-        count: state.records.size,
-        sessions: sessions.size,
-        bytes_on_disk: bytes,
-        index: indexStats(state),
+        ...figures,
+        bytes_on_disk: await this.store.storedBytes(userId),
+        index: cached ? indexStats(cached) : { loaded: false, vectors: 0, complete: false, pending_flush: false },
       });
     }
     return {

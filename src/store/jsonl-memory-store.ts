@@ -70,6 +70,10 @@ export class JsonlMemoryStore implements MemoryStore {
     return total;
   }
 
+  userCounts(userId: string): Promise<{ count: number; sessions: number }> {
+    return this.serial(userId, () => this.files.countSessions(userId));
+  }
+
   async storedBytes(userId: string): Promise<number> {
     const usage = await this.files.diskUsage(userId);
     return Object.values(usage).reduce((sum, size) => sum + size, 0);

@@ -29,6 +29,7 @@ export interface LoadedUnits {
 const SIDECAR_MIN_RECORDS = 256;
 /** `,"vec":"`: a `"` preceded by `,` is never inside a JSON string (there it would be `\"`), so this is the key itself. */
 const VEC_KEY = Buffer.from(',"vec":"', 'latin1');
+const SESSION_KEY = Buffer.from(',"session_id":"', 'latin1');
 
 /**
  * Every read and write of stored data goes through this module, so that a second store
@@ -323,6 +324,31 @@ export class JsonlStore {
     }
   }
 
+  /**
+   * Memories (whole lines) and distinct session ids in the user's file, read from the bytes
+   * without parsing a line (`,"session_id":"` can only be the key itself, as with `vec`).
+   */
+  async countSessions(userId: string): Promise<{ count: number; sessions: number }> {
+    const read = await this.readMemories(userId);
+    if (!read) return { count: 0, sessions: 0 };
+    const { content } = read;
+    const sessions = new Set<string>();
+    let count = 0;
+    let start = 0;
+    for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+      if (end > start) {
+        count++;
+        const key = content.indexOf(SESSION_KEY, start);
+        if (key !== -1 && key < end) {
+          const value = stringEnd(content, key + SESSION_KEY.length, end);
+          if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
+        }
+      }
+      start = end + 1;
+    }
+    return { count, sessions: sessions.size };
+  }
+
   /** Appends records and returns only once they are on disk (fsync), so an acknowledged write survives a crash. */
   async append(userId: string, records: readonly StoredRecord[]): Promise<void> {
     if (records.length === 0) return;
@@ -551,6 +577,15 @@ async function readHeader(file: string): Promise<ReturnType<typeof sidecarHeader
   } finally {
     await handle?.close().catch(() => undefined);
   }
+}
+
+/** Where the JSON string starting at `from` ends (its closing quote; escaped quotes skipped), or `end`. */
+function stringEnd(content: Buffer, from: number, end: number): number {
+  for (let i = from; i < end; i++) {
+    if (content[i] === 0x5c) i++;
+    else if (content[i] === 0x22) return i;
+  }
+  return end;
 }
 
 /** The line [start, end) as text without its `vec` member; null when that member is not where it should be. */

@@ -96,6 +96,14 @@ export class PostgresStore implements MemoryStore {
     return Number(rows[0].total);
   }
 
+  async userCounts(userId: string): Promise<{ count: number; sessions: number }> {
+    const { rows } = await this.query<{ count: string; sessions: string }>(
+      "SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories WHERE user_id = $1",
+      [userId],
+    );
+    return { count: Number(rows[0].count), sessions: Number(rows[0].sessions) };
+  }
+
   async storedBytes(userId: string): Promise<number> {
     const { rows } = await this.query<{ bytes: string }>('SELECT coalesce(sum(pg_column_size(m.*)), 0) AS bytes FROM memories m WHERE user_id = $1', [userId]);
     return Number(rows[0].bytes);

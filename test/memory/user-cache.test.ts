@@ -43,12 +43,20 @@ describe('the per-user cache', () => {
     const first = await openService({ dataDir });
     for (let user = 0; user < 5; user++) await first.addConversation(add(`u${user}`, `r${user}`, textsOf(user)));
     await first.close();
-    const second = await openService({ dataDir, cacheBytes: 60_000 });
+    // Without the background loading (which waits a second after the start), so that nothing is loaded until asked.
+    const second = await openService({ dataDir, cacheBytes: 60_000, preload: false });
     expect(await second.memoryCount()).toBe(100);
+    expect(second.cacheStats().users).toBe(0);
+    // Stats describe every user from the store's counts and load none of them.
+    const stats = await second.stats();
+    expect(stats.count).toBe(100);
+    expect(stats.per_user.map((entry) => [entry.user_id, entry.count, entry.sessions, entry.index.loaded])).toEqual(
+      [0, 1, 2, 3, 4].map((user) => [`u${user}`, 20, 1, false]),
+    );
     expect(second.cacheStats().users).toBe(0);
     const hits = await second.search({ userId: 'u4', query: 'violin of house 4', limit: 1 });
     expect(hits[0].memory.text).toContain('user4');
-    await second.indexesReady();
+    expect(second.cacheStats().users).toBe(1);
     expect(second.cacheStats().estimated_bytes).toBeLessThanOrEqual(60_000 + 40_000);
   });
 
