@@ -268,8 +268,13 @@ export class PostgresStore implements MemoryStore {
   }
 }
 
+/** Completes the row's own parsed `record` rather than copying it (the same key order as a copy: the columns come last). */
 function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): StoredUnit {
-  const record = { ...row.record, id: row.id, user_id: userId, seq: Number(row.seq), model: row.model } as StoredRecord;
+  const record = row.record as StoredRecord;
+  record.id = row.id;
+  record.user_id = userId;
+  record.seq = Number(row.seq);
+  record.model = row.model;
   return { record, vector };
 }
 
