@@ -100,6 +100,7 @@ export class MemoryService {
   private total = 0;
   private background: Promise<void> = Promise.resolve();
   private drained: (() => void) | null = null;
+  private counting: Promise<number> | null = null;
   /** Ends the background loading's current pause (on close). */
   private wakeWarmUp: (() => void) | null = null;
   private closing = false;
@@ -149,7 +150,7 @@ export class MemoryService {
     try {
       await this.idleFor(WARM_UP_DELAY_MS);
       if (this.closing) return;
-      this.total = await this.store.countMemories();
+      await this.memoryCount();
       for (const userId of await this.store.listUsers()) {
         await this.idleFor(0);
         if (this.closing || this.cache.full) return;
@@ -183,10 +184,17 @@ export class MemoryService {
     return this.store.location;
   }
 
-  /** Memories stored in all, every user loaded or not, other replicas' writes included. */
-  async memoryCount(): Promise<number> {
-    this.total = await this.store.countMemories();
-    return this.total;
+  /**
+   * Memories stored in all, every user loaded or not, other replicas' writes included. Callers
+   * arriving while a count runs share it: on a large pool the first count reads every user's
+   * header, and a health probe polling meanwhile must not start one more each time.
+   */
+  memoryCount(): Promise<number> {
+    this.counting ??= this.store
+      .countMemories()
+      .then((total) => (this.total = total))
+      .finally(() => (this.counting = null));
+    return this.counting;
   }
 
   /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */
