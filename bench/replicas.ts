@@ -332,6 +332,8 @@ async function measureTouchedUsers(startReplica: (env?: Record<string, string>) 
     const cpu = watch();
     const after = replica.server.memory();
     samples.push(after.rss_bytes);
+    // The cache's own figure beside RSS: /mem/stats loads no user, so asking does not disturb the cache.
+    const stats = JSON.parse((await replica.client.get('/mem/stats', 120_000)).text) as { cache?: { users: number; estimated_bytes: number } };
     const max = Math.max(...samples);
     progress(`touched users: ${result.ok} users searched in ${result.elapsed_s} s; RSS baseline ${baseline.rss_mb} MiB, max ${round(max / MB, 1)} MiB, budget ${plan.cacheMb} MiB`);
     return {
@@ -345,6 +347,7 @@ async function measureTouchedUsers(startReplica: (env?: Record<string, string>) 
       final_rss_mb: after.rss_mb,
       peak_rss_mb: after.peak_rss_mb,
       max_over_baseline_mb: round(max / MB - baseline.rss_mb, 1),
+      cache_after: stats.cache ? { users: stats.cache.users, estimated_mb: round(stats.cache.estimated_bytes / MB, 1) } : null,
       samples: samples.length,
       cpu,
       note: 'baseline: the replica after start and five Searches of a user with nothing stored (runtime, model and encoder warm, no user cached)',

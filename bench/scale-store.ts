@@ -18,7 +18,7 @@ import { serverEncoder } from './server-encoder.js';
  * random unit vectors of the real model's dimension and id (the server takes them as its own and
  * re-embeds nothing), plausible texts, a handful of users, Adds of 20 messages.
  *
- * The per-user HNSW caches are written too, as the server leaves them after it has run: a
+ * The per-user HNSW caches and vector sidecars are written too, as the server leaves them after it has run: a
  * restart (the cold start measured) reads them instead of rebuilding. They are built here with
  * the server's M but a smaller efConstruction than the server's: the file's size and load time
  * depend on M and the count only, a graph's quality does not change them, and it builds several
@@ -120,6 +120,9 @@ export async function writeScaleStore(options: ScaleStoreOptions): Promise<Scale
     });
   }
   await rm(builtIndex, { force: true });
+  // The vector sidecars, as the server leaves them after its first load: written by the server's own code.
+  for (const userId of users) await store.loadUnits(userId);
+  await store.sidecarsSettled();
   return {
     memories: options.memories,
     users,

@@ -59,7 +59,8 @@ export class ServiceMetrics {
       help: "Users whose HNSW index is still being read or rebuilt (their searches score exhaustively meanwhile)",
       registers,
       collect: async function () {
-        this.set((await stats()).per_user.filter((user) => user.count > 0 && !user.index.complete).length);
+        // A user not held in memory (stats no longer load anyone) has no index being read.
+        this.set((await stats()).per_user.filter((user) => user.count > 0 && !user.index.complete && (user.index.loaded || user.index.vectors > 0)).length);
       },
     });
 

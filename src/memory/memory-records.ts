@@ -16,19 +16,51 @@ export function unitText(record: Memory): UnitText {
   };
 }
 
-export function corpusUnit(record: StoredRecord, vector: Float32Array): CorpusUnit {
+/**
+ * Equal strings of one user's memories, kept once: each parsed line brings its own copy of the
+ * user id, the model, the Add's request id and dates, and each analysed text its own terms.
+ */
+export type SharedStrings = Map<string, string>;
+
+/** The empty tag list of every memory without tags (frozen: records are replaced, never changed). */
+const NO_TAGS = Object.freeze([]) as unknown as string[];
+
+function shared(strings: SharedStrings | undefined, value: string): string {
+  if (!strings) return value;
+  const known = strings.get(value);
+  if (known !== undefined) return known;
+  strings.set(value, value);
+  return value;
+}
+
+/** Makes a loaded record share its repeated strings with the user's other records. */
+export function compactRecord(record: StoredRecord, strings: SharedStrings): void {
+  record.user_id = shared(strings, record.user_id);
+  record.source = shared(strings, record.source);
+  record.created_at = shared(strings, record.created_at);
+  if (record.session_id !== undefined) record.session_id = shared(strings, record.session_id);
+  if (record.role !== undefined) record.role = shared(strings, record.role);
+  if (record.occurred_at !== undefined) record.occurred_at = shared(strings, record.occurred_at);
+  if (record.request_id !== undefined) record.request_id = shared(strings, record.request_id);
+  if (record.model !== undefined) record.model = shared(strings, record.model);
+  if (record.tags.length === 0) record.tags = NO_TAGS;
+}
+
+export function corpusUnit(record: StoredRecord, vector: Float32Array, strings?: SharedStrings): CorpusUnit {
   const text = unitText(record);
-  const speaker = record.role ? record.role.toLowerCase() : null;
+  const speaker = record.role ? shared(strings, record.role.toLowerCase()) : null;
+  const terms = analyze(lexicalText(text));
+  if (strings) for (let i = 0; i < terms.length; i++) terms[i] = shared(strings, terms[i]);
   return {
     seq: record.seq,
     vector,
-    terms: analyze(lexicalText(text)),
+    terms,
     speaker,
     sessionId: record.session_id ?? null,
     messageKey: record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null,
     timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
     importance: record.importance,
-    tags: record.tags.map((tag) => tag.toLowerCase()),
+    tags: record.tags.length === 0 ? NO_TAGS : record.tags.map((tag) => tag.toLowerCase()),
     hasTimeExpression: hasTimeExpression(record.text),
     eventPeriod: eventPeriod(record.text, text.timeMs),
     isQuestion: isDistractorQuestion(record.text, speaker),

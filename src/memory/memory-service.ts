@@ -28,6 +28,8 @@ import type {
 } from './types.js';
 
 const INDEX_FLUSH_DELAY_MS = 2_000;
+/** How long after the start the background loading of users waits (ms): the first requests come first. */
+const WARM_UP_DELAY_MS = 1_000;
 
 export interface MemoryServiceOptions {
   /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
@@ -98,6 +100,9 @@ export class MemoryService {
   private total = 0;
   private background: Promise<void> = Promise.resolve();
   private drained: (() => void) | null = null;
+  private counting: Promise<number> | null = null;
+  /** Ends the background loading's current pause (on close). */
+  private wakeWarmUp: (() => void) | null = null;
   private closing = false;
 
   private constructor(options: MemoryServiceOptions) {
@@ -127,23 +132,27 @@ export class MemoryService {
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
     const service = new MemoryService(options);
-    await service.store.init();
-    await service.embedder.ready();
-    // A count without parsing (JSONL: a newline scan; PostgreSQL: one query), kept by this service's writes after.
-    service.total = await service.store.countMemories();
-    // Serving starts at once: users load on first use, and in the background otherwise.
+    // The model loads on the encoder's thread meanwhile.
+    await Promise.all([service.store.init(), service.embedder.ready()]);
+    // Serving starts at once: a request loads its own user; counting and loading the others wait
+    // (see warmUp), so that nothing the start does scales with the size of the pool.
     if (service.preload) service.background = service.warmUp();
     return service;
   }
 
   /**
-   * Loads users (up to the cache budget) and checks their index caches, one user at a time:
-   * searches score exhaustively until a user's index is complete, and a user a request needs
-   * first is loaded by that request.
+   * Counts the pool and loads users (up to the cache budget), one at a time, after the first
+   * requests have had the process to themselves: a request needs only its own user, and the
+   * loads here would otherwise hold the event loop while it waits. Searches score exhaustively
+   * until a user's index is complete.
    */
   private async warmUp(): Promise<void> {
     try {
+      await this.idleFor(WARM_UP_DELAY_MS);
+      if (this.closing) return;
+      await this.memoryCount();
       for (const userId of await this.store.listUsers()) {
+        await this.idleFor(0);
         if (this.closing || this.cache.full) return;
         const state = await this.cache.get(userId);
         await this.lifecycle.attachAll([state]);
@@ -153,18 +162,42 @@ export class MemoryService {
     }
   }
 
+  /** Waits `ms`, then until no request is in flight (checked every WARM_UP_DELAY_MS / 10); at once when closing. */
+  private async idleFor(ms: number): Promise<void> {
+    const pause = (wait: number): Promise<void> =>
+      new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          this.wakeWarmUp = null;
+          resolve();
+        }, wait);
+        this.wakeWarmUp = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    await pause(ms);
+    while (this.inFlight > 0 && !this.closing) await pause(WARM_UP_DELAY_MS / 10);
+  }
+
   /** Where the data lives (a directory, or the database URL without its password). */
   get dataDir(): string {
     return this.store.location;
   }
 
-  /** Memories stored in all, every user loaded or not, other replicas' writes included. */
-  async memoryCount(): Promise<number> {
-    this.total = await this.store.countMemories();
-    return this.total;
+  /**
+   * Memories stored in all, every user loaded or not, other replicas' writes included. Callers
+   * arriving while a count runs share it: on a large pool the first count reads every user's
+   * header, and a health probe polling meanwhile must not start one more each time.
+   */
+  memoryCount(): Promise<number> {
+    this.counting ??= this.store
+      .countMemories()
+      .then((total) => (this.total = total))
+      .finally(() => (this.counting = null));
+    return this.counting;
   }
 
-  /** Memories stored, as this service last knew it (exact for a JSONL pool, which has one writer). */
+  /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */
   get count(): number {
     return this.total;
   }
@@ -407,22 +440,26 @@ export class MemoryService {
     return this.store.listUsers();
   }
 
+  /**
+   * Per-user figures without loading anyone: users this replica holds come from memory (brought
+   * up to date), the others from the store's counts, so a pool larger than the cache can be
+   * described without evicting what is cached.
+   */
   async stats(): Promise<PoolStats> {
-    const userIds = await this.listUsers();
     const perUser: PoolStats['per_user'] = [];
     let count = 0;
-    for (const userId of userIds) {
-      const state = await this.existingUser(userId);
-      if (!state) continue;
-      const bytes = await this.store.storedBytes(userId);
-      const sessions = new Set([...state.records.values()].map((record) => record.session_id).filter(Boolean));
-      count += state.records.size;
+    for (const userId of await this.listUsers()) {
+      const cached = this.cache.peek(userId) ? await this.existingUser(userId) : null;
+      const figures = cached
+        ? { count: cached.records.size, sessions: new Set([...cached.records.values()].map((record) => record.session_id).filter(Boolean)).size }
+        : await this.store.userCounts(userId);
+      if (figures.count === 0) continue;
+      count += figures.count;
       perUser.push({
         user_id: userId,
-        count: state.records.size,
-        sessions: sessions.size,
-        bytes_on_disk: bytes,
-        index: indexStats(state),
+        ...figures,
+        bytes_on_disk: await this.store.storedBytes(userId),
+        index: cached ? indexStats(cached) : { loaded: false, vectors: 0, complete: false, pending_flush: false },
       });
     }
     return {
@@ -438,6 +475,7 @@ export class MemoryService {
   async close(): Promise<void> {
     this.closing = true;
     this.lifecycle.closing = true;
+    this.wakeWarmUp?.();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;
     await this.cache.evictionsSettled();

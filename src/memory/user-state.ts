@@ -1,6 +1,6 @@
 import { UserCorpus } from '../retrieval/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import { corpusUnit } from './memory-records.js';
+import { compactRecord, corpusUnit, type SharedStrings } from './memory-records.js';
 import { Mutex } from './mutex.js';
 
 /** What a replica holds of one user: a cache of the store at `version`, searchable in memory. */
@@ -49,18 +49,22 @@ export function emptyUserState(userId: string, version: number): UserState {
   };
 }
 
-/** Makes stored units searchable. The vector lives in the corpus only (a record never keeps `vec`). */
-export function admitUnits(state: UserState, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>): void {
+/**
+ * Makes stored units searchable. The vector lives in the corpus only (a record never keeps
+ * `vec`). A load passes `strings`, so that the user's records and terms share equal strings.
+ */
+export function admitUnits(state: UserState, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>, strings?: SharedStrings): void {
   for (const { record } of units) {
     delete record.vec;
     delete record.batch;
+    if (strings) compactRecord(record, strings);
     state.records.set(record.id, record);
     state.bySeq.set(record.seq, record);
     if (record.request_id !== undefined) state.requestIds.add(record.request_id);
     state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
     state.textChars += record.text.length;
   }
-  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector)));
+  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector, strings)));
 }
 
 /** Drops memories from the records and every index. */

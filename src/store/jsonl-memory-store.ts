@@ -1,7 +1,7 @@
 import type { Logger } from '../logger.js';
 import { JsonlStore } from './jsonl-store.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UserChanges, UserSnapshot } from './memory-store.js';
-import { decodeVector, encodeVector, type StoredRecord } from './stored-record.js';
+import { encodeVector, type StoredRecord } from './stored-record.js';
 
 /** What the store must know of a user to write it without reading its file again. */
 interface Head {
@@ -47,6 +47,7 @@ export class JsonlMemoryStore implements MemoryStore {
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((queued) => queued.catch(() => undefined)));
+    await this.files.sidecarsSettled();
   }
 
   async listUsers(): Promise<string[]> {
@@ -67,6 +68,10 @@ export class JsonlMemoryStore implements MemoryStore {
       total += lines;
     }
     return total;
+  }
+
+  userCounts(userId: string): Promise<{ count: number; sessions: number }> {
+    return this.serial(userId, () => this.files.countSessions(userId));
   }
 
   async storedBytes(userId: string): Promise<number> {
@@ -164,9 +169,9 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   private async readUser(userId: string): Promise<UserSnapshot> {
-    const { records } = await this.files.load(userId);
+    const { records, vectors } = await this.files.loadUnits(userId);
     const head = this.heads.get(userId) ?? this.newHead(userId, records);
-    const units: StoredUnit[] = records.map(({ vec, batch: _batch, ...record }) => ({ record, vector: vec === undefined ? null : decodeVector(vec) }));
+    const units: StoredUnit[] = records.map(({ batch: _batch, ...record }, i) => ({ record, vector: vectors[i] }));
     return { version: head.version, units };
   }
 

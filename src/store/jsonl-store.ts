@@ -4,7 +4,8 @@ import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileH
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { storageError } from '../errors.js';
-import { isStoredRecord, type StoredRecord } from './stored-record.js';
+import { decodeVectors, isStoredRecord, type StoredRecord } from './stored-record.js';
+import { checkSidecar, encodeSidecar, sidecarHeader, SIDECAR_HEADER_BYTES, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from './vector-sidecar.js';
 
 const USERS_DIR = 'users';
 const MEMORIES_FILE = 'memories.jsonl';
@@ -16,6 +17,19 @@ export interface LoadedUser {
   /** Lines that could not be loaded and were moved to the quarantine file (each also logged). */
   quarantined: number;
 }
+
+/** A user's records (without `vec`) and, in the same order, their vectors (null where a line has none). */
+export interface LoadedUnits {
+  records: StoredRecord[];
+  vectors: Array<Float32Array | null>;
+  quarantined: number;
+}
+
+/** Users with fewer memories keep no vector sidecar: their lines decode in no time. */
+const SIDECAR_MIN_RECORDS = 256;
+/** `,"vec":"`: a `"` preceded by `,` is never inside a JSON string (there it would be `\"`), so this is the key itself. */
+const VEC_KEY = Buffer.from(',"vec":"', 'latin1');
+const SESSION_KEY = Buffer.from(',"session_id":"', 'latin1');
 
 /**
  * Every read and write of stored data goes through this module, so that a second store
@@ -32,10 +46,15 @@ export class JsonlStore {
   readonly dataDir: string;
   private readonly logger: Logger;
   private readonly knownUserDirs = new Set<string>();
+  /** Background sidecar writes, one chain per user (a delete waits for its user's). */
+  private readonly sidecarWrites = new Map<string, Promise<void>>();
+  private readonly sidecarMinRecords: number;
+  private tempCounter = 0;
 
-  constructor(dataDir: string, logger: Logger) {
+  constructor(dataDir: string, logger: Logger, options: { sidecarMinRecords?: number } = {}) {
     this.dataDir = path.resolve(dataDir);
     this.logger = logger;
+    this.sidecarMinRecords = Math.max(1, options.sidecarMinRecords ?? SIDECAR_MIN_RECORDS);
   }
 
   async init(): Promise<void> {
@@ -89,27 +108,88 @@ export class JsonlStore {
    * the next append cannot glue a good record onto a torn one.
    */
   async load(userId: string): Promise<LoadedUser> {
-    const file = path.join(this.userDir(userId), MEMORIES_FILE);
-    let content: Buffer;
-    try {
-      content = await readFile(file);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { records: [], quarantined: 0 };
-      throw storageError(error);
+    const read = await this.readMemories(userId);
+    return read ? this.parseAll(userId, read.content) : { records: [], quarantined: 0 };
+  }
+
+  /**
+   * Reads a user's memories with their vectors decoded (records come without `vec`), for a
+   * load into memory. Vectors of the lines the binary sidecar covers are views of it and those
+   * lines are parsed with their base64 cut out; the rest is decoded. Whenever the sidecar does
+   * not prove current, the whole file is read as `load` reads it, and a new sidecar is written
+   * in the background. Anything unusual (a line to quarantine) takes that path too.
+   */
+  async loadUnits(userId: string): Promise<LoadedUnits> {
+    const read = await this.readMemories(userId);
+    if (!read) return { records: [], vectors: [], quarantined: 0 };
+    const sidecar = await this.readSidecar(userId, read.content);
+    const fast = sidecar ? this.parseWithSidecar(userId, read.content, sidecar) : null;
+    if (fast) {
+      const tail = fast.records.length - sidecar!.count;
+      if (tail >= Math.max(this.sidecarMinRecords, sidecar!.count / 8)) this.refreshSidecar(userId, read, fast.records, fast.vectors);
+      return { ...fast, quarantined: 0 };
     }
+    const loaded = await this.parseAll(userId, read.content);
+    const vectors = decodeVectors(loaded.records.map((record) => record.vec));
+    const records = loaded.records.map(({ vec: _vec, ...record }) => record);
+    // After a quarantine the file was rewritten: the next load builds the sidecar from that file.
+    if (loaded.quarantined === 0 && records.length >= this.sidecarMinRecords) this.refreshSidecar(userId, read, records, vectors);
+    return { records, vectors, quarantined: loaded.quarantined };
+  }
+
+  /** Resolves once the sidecars being written in the background are on disk. */
+  async sidecarsSettled(): Promise<void> {
+    await Promise.all([...this.sidecarWrites.values()]);
+  }
+
+  private async readMemories(userId: string): Promise<{ content: Buffer; inode: number } | null> {
+    let handle: FileHandle | undefined;
+    try {
+      // One handle for both: the inode recorded in a sidecar is that of the very bytes read.
+      handle = await open(path.join(this.userDir(userId), MEMORIES_FILE), 'r');
+      const { ino } = await handle.stat();
+      return { content: await handle.readFile(), inode: ino };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw storageError(error);
+    } finally {
+      await handle?.close().catch(() => undefined);
+    }
+  }
+
+  private parseAll(userId: string, content: Buffer): Promise<LoadedUser> {
+    const file = path.join(this.userDir(userId), MEMORIES_FILE);
+    const { records, rejected } = this.parseLines(userId, content, 0, content.length);
+    return this.settle(userId, file, records, rejected);
+  }
+
+  private async settle(userId: string, file: string, records: StoredRecord[], rejected: string[]): Promise<LoadedUser> {
+    const complete = this.dropIncompleteBatches(records, file, rejected);
+    if (rejected.length > 0) {
+      await this.quarantine(userId, rejected);
+      await this.rewrite(userId, complete);
+      this.logger.warn({ file, quarantined: rejected.length, quarantine: path.join(this.userDir(userId), QUARANTINE_FILE) }, 'moved unloadable lines to the quarantine file');
+    }
+    return { records: complete, quarantined: rejected.length };
+  }
+
+  /** Parses the lines in [from, to); `from` is a line start. Lines that are not memories of this user go to `rejected`. */
+  private parseLines(userId: string, content: Buffer, from: number, to: number): { records: StoredRecord[]; rejected: string[] } {
+    const file = path.join(this.userDir(userId), MEMORIES_FILE);
     const records: StoredRecord[] = [];
     const rejected: string[] = [];
-    let start = 0;
-    let lineNumber = 0;
-    while (start < content.length) {
+    let start = from;
+    let lineNumber = from === 0 ? 0 : -1;
+    while (start < to) {
       const end = content.indexOf(10, start);
-      const lineEnd = end === -1 ? content.length : end;
-      lineNumber++;
-      const line = content.subarray(start, lineEnd).toString('utf8');
+      const lineEnd = end === -1 || end > to ? to : end;
+      if (lineNumber >= 0) lineNumber++;
+      const line = content.toString('utf8', start, lineEnd);
       start = lineEnd + 1;
       if (line.trim() === '') continue;
-      if (end === -1) {
-        this.logger.warn({ file, line: lineNumber }, 'torn last line (no newline: a write was cut short); quarantined');
+      const where = lineNumber >= 0 ? lineNumber : undefined;
+      if (end === -1 || end > to) {
+        this.logger.warn({ file, line: where }, 'torn last line (no newline: a write was cut short); quarantined');
         rejected.push(line);
         continue;
       }
@@ -122,35 +202,151 @@ export class JsonlStore {
       if (isStoredRecord(parsed) && parsed.user_id === userId) {
         records.push(parsed);
       } else {
-        this.logger.warn({ file, line: lineNumber }, 'malformed memory line; quarantined');
+        this.logger.warn({ file, line: where }, 'malformed memory line; quarantined');
         rejected.push(line);
       }
     }
-    const complete = this.dropIncompleteBatches(records, file, rejected);
-    if (rejected.length > 0) {
-      await this.quarantine(userId, rejected);
-      await this.rewrite(userId, complete);
-      this.logger.warn({ file, quarantined: rejected.length, quarantine: path.join(this.userDir(userId), QUARANTINE_FILE) }, 'moved unloadable lines to the quarantine file');
-    }
-    return { records: complete, quarantined: rejected.length };
+    return { records, rejected };
   }
 
-  /** How many whole lines the user's memories file holds (a count without parsing, for stats). */
-  async countRecords(userId: string): Promise<number> {
-    let content: Buffer;
+  /** The sidecar when it proves to be built from this very file, else null (the reason logged). */
+  private async readSidecar(userId: string, content: Buffer): Promise<VectorSidecar | null> {
+    let bytes: Buffer;
     try {
-      content = await readFile(path.join(this.userDir(userId), MEMORIES_FILE));
+      bytes = await readFile(path.join(this.userDir(userId), VECTOR_SIDECAR_FILE));
+    } catch {
+      return null;
+    }
+    const checked = checkSidecar(bytes, content);
+    if (checked.status === 'valid') return checked.sidecar;
+    this.logger.info({ user_dir: this.userDir(userId), reason: checked.reason }, 'vector sidecar not used: decoding the vectors from the memories file');
+    return null;
+  }
+
+  /**
+   * The covered lines parsed without their `vec` (cut out of the bytes before decoding, so its
+   * string is never built), each checked against the sidecar's seq; the lines after it as usual.
+   * Null when anything does not fit, so the caller reads the file the plain way.
+   */
+  private parseWithSidecar(userId: string, content: Buffer, sidecar: VectorSidecar): { records: StoredRecord[]; vectors: Array<Float32Array | null> } | null {
+    const records: StoredRecord[] = [];
+    const vectors: Array<Float32Array | null> = [];
+    let start = 0;
+    while (start < sidecar.covered) {
+      // The sidecar covers whole lines only (checked), so every line here ends in a newline.
+      const end = content.indexOf(10, start);
+      const line = cutVector(content, start, end);
+      start = end + 1;
+      if (line === null) return null;
+      if (line.trim() === '') continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return null;
+      }
+      const index = records.length;
+      if (!isStoredRecord(parsed) || parsed.user_id !== userId || parsed.vec !== undefined) return null;
+      if (index >= sidecar.count || sidecar.seqs[index] !== parsed.seq) return null;
+      records.push(parsed);
+      vectors.push(vectorAt(sidecar, index));
+    }
+    if (records.length !== sidecar.count) return null;
+    const tail = this.parseLines(userId, content, sidecar.covered, content.length);
+    if (tail.rejected.length > 0) return null;
+    const last = tail.records.at(-1);
+    if (last?.batch !== undefined && last.request_id !== undefined) {
+      let first = tail.records.length - 1;
+      while (first > 0 && tail.records[first - 1].request_id === last.request_id && tail.records[first - 1].batch !== undefined) first--;
+      // An Add cut short (or one that started in the covered part): the plain path decides what to quarantine.
+      if (first === 0 || tail.records.length - first < last.batch) return null;
+    }
+    const tailVectors = decodeVectors(tail.records.map((record) => record.vec));
+    for (const [i, { vec: _vec, ...record }] of tail.records.entries()) {
+      records.push(record);
+      vectors.push(tailVectors[i]);
+    }
+    return { records, vectors };
+  }
+
+  /**
+   * Writes a sidecar for `read` (the file as the load saw it) in the background. A cache: no
+   * fsync (a torn one fails its digest), and never a folder of its own (a deleted user's stays gone).
+   */
+  private refreshSidecar(userId: string, read: { content: Buffer; inode: number }, records: readonly StoredRecord[], vectors: ReadonlyArray<Float32Array | null>): void {
+    const dimensions = vectors[0]?.length ?? 0;
+    if (dimensions === 0 || vectors.some((vector) => vector === null || vector.length !== dimensions)) return;
+    const previous = this.sidecarWrites.get(userId) ?? Promise.resolve();
+    const write = previous.then(async () => {
+      const file = path.join(this.userDir(userId), VECTOR_SIDECAR_FILE);
+      const temp = `${file}.tmp-${process.pid}-${++this.tempCounter}`;
+      try {
+        await writeFile(temp, encodeSidecar(read.content, read.inode, records.map((record) => record.seq), vectors as Float32Array[], dimensions), { mode: 0o600 });
+        await rename(temp, file);
+      } catch (error) {
+        await rm(temp, { force: true }).catch(() => undefined);
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn({ file, err: (error as Error).message }, 'vector sidecar not written; the next load decodes the memories file again');
+      }
+    });
+    this.sidecarWrites.set(userId, write);
+    void write.then(() => {
+      if (this.sidecarWrites.get(userId) === write) this.sidecarWrites.delete(userId);
+    });
+  }
+
+  /**
+   * How many whole lines the user's memories file holds, for counts (nothing is parsed). A
+   * sidecar built from this very file (same inode, which a rewrite changes) states the count of
+   * the lines it covers, so only the lines appended since are scanned.
+   */
+  async countRecords(userId: string): Promise<number> {
+    const dir = this.userDir(userId);
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(path.join(dir, MEMORIES_FILE), 'r');
+      const { ino, size } = await handle.stat();
+      const header = await readHeader(path.join(dir, VECTOR_SIDECAR_FILE));
+      const known = header && header.inode === ino && header.covered <= size ? header : { count: 0, covered: 0 };
+      if (known.covered === size) return known.count;
+      const rest = Buffer.alloc(size - known.covered);
+      let read = 0;
+      while (read < rest.length) {
+        const { bytesRead } = await handle.read(rest, read, rest.length - read, known.covered + read);
+        if (bytesRead === 0) break;
+        read += bytesRead;
+      }
+      return known.count + countLines(rest.subarray(0, read));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
       throw storageError(error);
+    } finally {
+      await handle?.close().catch(() => undefined);
     }
+  }
+
+  /**
+   * Memories (whole lines) and distinct session ids in the user's file, read from the bytes
+   * without parsing a line (`,"session_id":"` can only be the key itself, as with `vec`).
+   */
+  async countSessions(userId: string): Promise<{ count: number; sessions: number }> {
+    const read = await this.readMemories(userId);
+    if (!read) return { count: 0, sessions: 0 };
+    const { content } = read;
+    const sessions = new Set<string>();
     let count = 0;
     let start = 0;
     for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
-      if (end > start) count++;
+      if (end > start) {
+        count++;
+        const key = content.indexOf(SESSION_KEY, start);
+        if (key !== -1 && key < end) {
+          const value = stringEnd(content, key + SESSION_KEY.length, end);
+          if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
+        }
+      }
       start = end + 1;
     }
-    return count;
+    return { count, sessions: sessions.size };
   }
 
   /** Appends records and returns only once they are on disk (fsync), so an acknowledged write survives a crash. */
@@ -238,6 +434,8 @@ export class JsonlStore {
   /** Removes everything stored for a user, for good. */
   async deleteUser(userId: string): Promise<void> {
     const dir = this.userDir(userId);
+    // A sidecar being written would put a file back into the folder being removed.
+    await this.sidecarWrites.get(userId);
     try {
       await rm(dir, { recursive: true, force: true });
       this.knownUserDirs.delete(dir);
@@ -354,6 +552,49 @@ async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]
     }
   }
   if (chunk.length > 0) await writeFully(handle, Buffer.from(chunk.join(''), 'utf8'));
+}
+
+/** Newline-terminated lines with something on them (a torn last line is not a memory). */
+function countLines(content: Buffer): number {
+  let count = 0;
+  let start = 0;
+  for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+    if (end > start) count++;
+    start = end + 1;
+  }
+  return count;
+}
+
+async function readHeader(file: string): Promise<ReturnType<typeof sidecarHeader>> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(file, 'r');
+    const header = Buffer.alloc(SIDECAR_HEADER_BYTES);
+    const { bytesRead } = await handle.read(header, 0, header.length, 0);
+    return sidecarHeader(header.subarray(0, bytesRead));
+  } catch {
+    return null;
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/** Where the JSON string starting at `from` ends (its closing quote; escaped quotes skipped), or `end`. */
+function stringEnd(content: Buffer, from: number, end: number): number {
+  for (let i = from; i < end; i++) {
+    if (content[i] === 0x5c) i++;
+    else if (content[i] === 0x22) return i;
+  }
+  return end;
+}
+
+/** The line [start, end) as text without its `vec` member; null when that member is not where it should be. */
+function cutVector(content: Buffer, start: number, end: number): string | null {
+  const key = content.indexOf(VEC_KEY, start);
+  if (key === -1 || key >= end) return null;
+  const close = content.indexOf(0x22, key + VEC_KEY.length);
+  if (close === -1 || close >= end) return null;
+  return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
 }
 
 async function sha256File(file: string): Promise<string> {

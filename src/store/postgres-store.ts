@@ -96,6 +96,14 @@ export class PostgresStore implements MemoryStore {
     return Number(rows[0].total);
   }
 
+  async userCounts(userId: string): Promise<{ count: number; sessions: number }> {
+    const { rows } = await this.query<{ count: string; sessions: string }>(
+      "SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories WHERE user_id = $1",
+      [userId],
+    );
+    return { count: Number(rows[0].count), sessions: Number(rows[0].sessions) };
+  }
+
   async storedBytes(userId: string): Promise<number> {
     const { rows } = await this.query<{ bytes: string }>('SELECT coalesce(sum(pg_column_size(m.*)), 0) AS bytes FROM memories m WHERE user_id = $1', [userId]);
     return Number(rows[0].bytes);
@@ -121,7 +129,9 @@ export class PostgresStore implements MemoryStore {
       [userId, fromSeq],
     );
     if (rows.length === 0) return { version: 0, count: 0, units: [] };
-    const units = rows.filter((row) => row.seq !== null && row.seq !== undefined).map((row) => storedUnit(userId, row as MemoryRow));
+    const memoryRows = rows.filter((row) => row.seq !== null && row.seq !== undefined) as MemoryRow[];
+    const slab = vectorSlab(memoryRows.map((row) => row.vector));
+    const units = memoryRows.map((row, i) => storedUnit(userId, row, slab[i]));
     return { version: Number(rows[0].version), count: Number(rows[0].memory_count), units };
   }
 
@@ -258,12 +268,31 @@ export class PostgresStore implements MemoryStore {
   }
 }
 
-function storedUnit(userId: string, row: MemoryRow): StoredUnit {
-  const record = { ...row.record, id: row.id, user_id: userId, seq: Number(row.seq), model: row.model } as StoredRecord;
-  // Copy into an aligned buffer: the driver's Buffer may start at any offset of its pool.
-  const vector = new Float32Array(row.vector.byteLength / 4);
-  new Uint8Array(vector.buffer).set(row.vector);
+/** Completes the row's own parsed `record` rather than copying it (the same key order as a copy: the columns come last). */
+function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): StoredUnit {
+  const record = row.record as StoredRecord;
+  record.id = row.id;
+  record.user_id = userId;
+  record.seq = Number(row.seq);
+  record.model = row.model;
   return { record, vector };
+}
+
+/**
+ * The rows' vectors copied into one aligned slab (the driver's Buffers may start at any offset
+ * of its pool): one allocation per load instead of one per memory, less for the collector and
+ * the allocator to churn through as users are loaded and evicted.
+ */
+function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
+  const floats = new Float32Array(vectors.reduce((sum, bytes) => sum + bytes.byteLength / 4, 0));
+  const bytes = new Uint8Array(floats.buffer);
+  let offset = 0;
+  return vectors.map((vector) => {
+    bytes.set(vector, offset * 4);
+    const view = floats.subarray(offset, offset + vector.byteLength / 4);
+    offset += vector.byteLength / 4;
+    return view;
+  });
 }
 
 /** What the `record` column holds: the memory's fields but those with columns of their own. */

@@ -21,7 +21,7 @@ describe('MemoryService', () => {
     await first.close();
 
     const second = await openService({ dataDir });
-    expect(second.count).toBe(3);
+    expect(await second.memoryCount()).toBe(3);
     expect(await second.get('default', memory.id)).toEqual(memory);
     const after = await second.search({ userId: 'conv', query: 'pottery', limit: 10 });
     expect(after.map((hit) => hit.memory.id)).toEqual(before.map((hit) => hit.memory.id));
@@ -64,11 +64,11 @@ describe('MemoryService', () => {
     const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
     await appendFile(path.join(userDir, 'memories.jsonl'), '{"id":"torn","user_id":"co');
     const second = await openService({ dataDir });
-    expect(second.count).toBe(2);
+    expect(await second.memoryCount()).toBe(2);
     await second.addConversation(conversation('r2', 'conv', ['three']));
     await second.close();
     const third = await openService({ dataDir });
-    expect(third.count).toBe(3);
+    expect(await third.memoryCount()).toBe(3);
   });
 
   it('concurrent writers to one user never lose or interleave a record', async () => {
@@ -81,10 +81,10 @@ describe('MemoryService', () => {
           : service.addMemory({ userId: 'conv', text: `note ${i}` }),
       ),
     );
-    expect(service.count).toBe(20 * 2 + 20);
+    expect(await service.memoryCount()).toBe(20 * 2 + 20);
     await service.close();
     const reopened = await openService({ dataDir });
-    expect(reopened.count).toBe(60);
+    expect(await reopened.memoryCount()).toBe(60);
     const listed = await reopened.list({ userId: 'conv', limit: 1000 });
     expect(new Set(listed.map((memory) => memory.id)).size).toBe(60);
   });
@@ -160,7 +160,7 @@ describe('MemoryService lifecycle', () => {
     expect((await service.search({ userId: 'u', query: 'news', limit: 5 })).map((hit) => hit.memory.id)).toEqual([fresh.id]);
     await service.close();
     const reopened = await openService({ dataDir });
-    expect(reopened.count).toBe(1);
+    expect(await reopened.memoryCount()).toBe(1);
   });
 });
 

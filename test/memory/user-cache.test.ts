@@ -1,4 +1,7 @@
+import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
+import { JsonlStore } from '../../src/store/jsonl-store.js';
+import { silentLogger } from '../../src/logger.js';
 import { openService, tempDir } from '../helper.js';
 
 const add = (userId: string, requestId: string, texts: string[]) => ({
@@ -43,12 +46,20 @@ describe('the per-user cache', () => {
     const first = await openService({ dataDir });
     for (let user = 0; user < 5; user++) await first.addConversation(add(`u${user}`, `r${user}`, textsOf(user)));
     await first.close();
-    const second = await openService({ dataDir, cacheBytes: 60_000 });
-    expect(second.count).toBe(100);
+    // Without the background loading (which waits a second after the start), so that nothing is loaded until asked.
+    const second = await openService({ dataDir, cacheBytes: 60_000, preload: false });
     expect(await second.memoryCount()).toBe(100);
+    expect(second.cacheStats().users).toBe(0);
+    // Stats describe every user from the store's counts and load none of them.
+    const stats = await second.stats();
+    expect(stats.count).toBe(100);
+    expect(stats.per_user.map((entry) => [entry.user_id, entry.count, entry.sessions, entry.index.loaded])).toEqual(
+      [0, 1, 2, 3, 4].map((user) => [`u${user}`, 20, 1, false]),
+    );
+    expect(second.cacheStats().users).toBe(0);
     const hits = await second.search({ userId: 'u4', query: 'violin of house 4', limit: 1 });
     expect(hits[0].memory.text).toContain('user4');
-    await second.indexesReady();
+    expect(second.cacheStats().users).toBe(1);
     expect(second.cacheStats().estimated_bytes).toBeLessThanOrEqual(60_000 + 40_000);
   });
 
@@ -73,5 +84,31 @@ describe('the per-user cache', () => {
       const listed = await service.list({ userId: `u${user}`, limit: 100 });
       expect(listed).toHaveLength(10);
     }
+  });
+
+  it('a user reloaded through its vector sidecar searches and exports exactly as before, also after a delete', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir, preload: false });
+    for (let add_ = 0; add_ < 15; add_++) {
+      await first.addConversation(add('big', `r${add_}`, Array.from({ length: 20 }, (_, i) => `note ${add_}-${i}: the ${['kettle', 'lantern', 'harbour', 'violin'][i % 4]} of day ${add_}`)));
+    }
+    const exported = await first.exportUnits('big');
+    const hits = await first.search({ userId: 'big', query: 'lantern of day 7', limit: 5 });
+    await first.close();
+    const sidecarDir = new JsonlStore(dataDir, silentLogger()).userDir('big');
+    // Each reopen loads the user once: the first writes the sidecar, the second reads it.
+    for (let round = 0; round < 2; round++) {
+      const reopened = await openService({ dataDir, preload: false });
+      expect(await reopened.search({ userId: 'big', query: 'lantern of day 7', limit: 5 })).toEqual(hits);
+      expect(await reopened.exportUnits('big')).toEqual(exported);
+      await reopened.close();
+      expect(await readdir(sidecarDir)).toContain('vectors.f32');
+    }
+    const deleting = await openService({ dataDir, preload: false });
+    await deleting.delete('big', exported[5].memory.id);
+    await deleting.close();
+    const last = await openService({ dataDir, preload: false });
+    expect(await last.exportUnits('big')).toEqual(exported.filter((_, i) => i !== 5));
+    await last.close();
   });
 });

@@ -40,7 +40,7 @@ const implementations: Array<[string, () => Promise<Subject>]> = [
 
 let counter = 0;
 
-function draft(userId: string, text: string, options: { requestId?: string; createdAt?: string; dims?: number } = {}): UnitDraft {
+function draft(userId: string, text: string, options: { requestId?: string; createdAt?: string; dims?: number; sessionId?: string } = {}): UnitDraft {
   const vector = new Float32Array(options.dims ?? 8).map((_, i) => Math.sin(++counter + i));
   return {
     record: {
@@ -51,7 +51,7 @@ function draft(userId: string, text: string, options: { requestId?: string; crea
       importance: 0.5,
       source: 'add',
       created_at: options.createdAt ?? new Date().toISOString(),
-      session_id: 's1',
+      session_id: options.sessionId ?? 's1',
       role: 'Caroline',
       ...(options.requestId !== undefined ? { request_id: options.requestId, message_index: 0 } : {}),
       model: 'test-model',
@@ -139,6 +139,17 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
     expect(after.count).toBe(2);
     expect(after.units).toEqual([]);
     expect(await store.changesSince('nobody', 0)).toEqual({ version: 0, count: 0, units: [] });
+  });
+
+  it('counts a user\'s memories and distinct sessions without a load, deletes included', async () => {
+    const { store } = await open();
+    const sessions = ['s1', 's "quoted" \\ one', 's1', 'ünï', 's "quoted" \\ one'];
+    const written = (await store.append('u', sessions.map((sessionId, i) => draft('u', `text ${i}`, { sessionId }))))!;
+    await store.append('v', [draft('v', 'other user', { sessionId: 'sv' })]);
+    expect(await store.userCounts('u')).toEqual({ count: 5, sessions: 3 });
+    await store.remove('u', [written.records[3].id]);
+    expect(await store.userCounts('u')).toEqual({ count: 4, sessions: 2 });
+    expect(await store.userCounts('nobody')).toEqual({ count: 0, sessions: 0 });
   });
 
   it('purges memories stored before a cutoff and keeps the rest', async () => {

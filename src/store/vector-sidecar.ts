@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * A binary copy of a user's stored vectors beside `memories.jsonl`, so that a load neither
+ * builds nor base64-decodes a 2.7 KB string per memory: the JSONL stays the source of truth and
+ * this file is a cache of it, trusted only when it proves to match.
+ *
+ * It covers a prefix of the JSONL (the whole file as it was when the sidecar was written; later
+ * appends only add lines after it). The header holds a SHA-256 of that JSONL prefix and of the
+ * sidecar's own body, so a rewritten JSONL (a delete, a re-embedding), a damaged sidecar or one
+ * of another file never passes: the load then decodes the JSONL as before and writes a new one.
+ *
+ * Layout (little-endian): magic (8 bytes) | dimensions u32 | count u32 | covered JSONL bytes f64 |
+ * JSONL inode f64 | SHA-256 (32 bytes) | zero padding to 128 | seqs u32 × count |
+ * vectors f32 × count × dimensions. The inode only lets a count for `/health` trust the header
+ * without hashing (see `sidecarCount`); the digest is what a load trusts.
+ */
+export const VECTOR_SIDECAR_FILE = 'vectors.f32';
+
+const MAGIC = Buffer.from('MPVECF32', 'latin1');
+const HEADER_BYTES = 128;
+const DIGEST_OFFSET = 32;
+
+export interface VectorSidecar {
+  dimensions: number;
+  count: number;
+  /** Bytes of `memories.jsonl` the sidecar was built from. */
+  covered: number;
+  seqs: Uint32Array;
+  /** One slab for every vector: `vectorAt(i)` is a view, nothing is copied. */
+  vectors: Float32Array;
+}
+
+export type SidecarCheck = { status: 'valid'; sidecar: VectorSidecar } | { status: 'invalid'; reason: string };
+
+export function vectorAt(sidecar: VectorSidecar, index: number): Float32Array {
+  return sidecar.vectors.subarray(index * sidecar.dimensions, (index + 1) * sidecar.dimensions);
+}
+
+/** Builds the file for vectors of the records in `jsonl` (the whole content it covers), in line order. */
+export function encodeSidecar(jsonl: Buffer, inode: number, seqs: readonly number[], vectors: readonly Float32Array[], dimensions: number): Buffer {
+  const count = seqs.length;
+  const file = Buffer.alloc(HEADER_BYTES + count * 4 + count * dimensions * 4);
+  MAGIC.copy(file, 0);
+  file.writeUInt32LE(dimensions, 8);
+  file.writeUInt32LE(count, 12);
+  file.writeDoubleLE(jsonl.length, 16);
+  file.writeDoubleLE(inode, 24);
+  const body = HEADER_BYTES;
+  for (let i = 0; i < count; i++) file.writeUInt32LE(seqs[i], body + i * 4);
+  const slab = new Float32Array(file.buffer, file.byteOffset + body + count * 4, count * dimensions);
+  vectors.forEach((vector, i) => slab.set(vector, i * dimensions));
+  digest(jsonl, file).copy(file, DIGEST_OFFSET);
+  return file;
+}
+
+/** The sidecar when it is whole and was built from exactly the first `covered` bytes of `jsonl`. */
+export function checkSidecar(file: Buffer, jsonl: Buffer): SidecarCheck {
+  if (file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) return { status: 'invalid', reason: 'not a vector sidecar' };
+  const dimensions = file.readUInt32LE(8);
+  const count = file.readUInt32LE(12);
+  const covered = file.readDoubleLE(16);
+  if (dimensions === 0 || file.length !== HEADER_BYTES + count * 4 + count * dimensions * 4) return { status: 'invalid', reason: 'truncated or of another size' };
+  if (!Number.isInteger(covered) || covered > jsonl.length || (covered > 0 && jsonl[covered - 1] !== 0x0a)) {
+    return { status: 'invalid', reason: 'covers more of the memories file than it holds now' };
+  }
+  if (!digest(jsonl.subarray(0, covered), file).equals(file.subarray(DIGEST_OFFSET, DIGEST_OFFSET + 32))) {
+    return { status: 'invalid', reason: 'does not match the memories file (rewritten since) or is damaged' };
+  }
+  const seqsAt = file.byteOffset + HEADER_BYTES;
+  // Typed views need aligned offsets; a large file read into its own buffer always is, a copy covers the rest.
+  const aligned = seqsAt % 4 === 0 ? file : Buffer.from(file);
+  const base = aligned.byteOffset + HEADER_BYTES;
+  return {
+    status: 'valid',
+    sidecar: {
+      dimensions,
+      count,
+      covered,
+      seqs: new Uint32Array(aligned.buffer, base, count),
+      vectors: new Float32Array(aligned.buffer, base + count * 4, count * dimensions),
+    },
+  };
+}
+
+/**
+ * The record count a header states, when the JSONL is still the very file it was built from
+ * (same inode) and has only grown since; null otherwise. For counts only: nothing is hashed.
+ */
+export function sidecarHeader(header: Buffer): { count: number; covered: number; inode: number } | null {
+  if (header.length < HEADER_BYTES || !header.subarray(0, MAGIC.length).equals(MAGIC)) return null;
+  return { count: header.readUInt32LE(12), covered: header.readDoubleLE(16), inode: header.readDoubleLE(24) };
+}
+
+export const SIDECAR_HEADER_BYTES = HEADER_BYTES;
+
+/** SHA-256 of the JSONL prefix, the header's fields (sizes, inode) and the body: everything but the digest itself. */
+function digest(jsonl: Buffer, file: Buffer): Buffer {
+  return createHash('sha256').update(jsonl).update(file.subarray(MAGIC.length, DIGEST_OFFSET)).update(file.subarray(HEADER_BYTES)).digest();
+}

@@ -1,0 +1,161 @@
+import { appendFile, copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { JsonlStore } from '../../src/store/jsonl-store.js';
+import { encodeVector, type StoredRecord } from '../../src/store/stored-record.js';
+import { VECTOR_SIDECAR_FILE } from '../../src/store/vector-sidecar.js';
+import { tempDir } from '../helper.js';
+
+const DIMENSIONS = 8;
+
+function vectorOf(seq: number): Float32Array {
+  return Float32Array.from({ length: DIMENSIONS }, (_, i) => Math.sin(seq * 7 + i));
+}
+
+function record(seq: number, userId = 'u', extra: Partial<StoredRecord> = {}): StoredRecord {
+  return {
+    id: `m${seq}`,
+    user_id: userId,
+    text: `memory "${seq}", with a comma and a quote`,
+    tags: [],
+    importance: 0.5,
+    source: 'add',
+    created_at: '2024-01-01T00:00:00.000Z',
+    seq,
+    vec: encodeVector(vectorOf(seq)),
+    model: 'm@1',
+    ...extra,
+  };
+}
+
+function records(from: number, to: number, userId = 'u'): StoredRecord[] {
+  return Array.from({ length: to - from }, (_, i) => record(from + i, userId));
+}
+
+function capturingLogger(): { logger: ReturnType<typeof pino>; lines: Array<Record<string, unknown>> } {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+  return { logger, lines };
+}
+
+async function openStore(dataDir?: string): Promise<{ store: JsonlStore; lines: Array<Record<string, unknown>> }> {
+  const { logger, lines } = capturingLogger();
+  const store = new JsonlStore(dataDir ?? (await tempDir()), logger, { sidecarMinRecords: 4 });
+  await store.init();
+  return { store, lines };
+}
+
+/** Loads, and checks every record comes with its own vector and no `vec` string. */
+async function loadChecked(store: JsonlStore, userId = 'u'): Promise<Awaited<ReturnType<JsonlStore['loadUnits']>>> {
+  const loaded = await store.loadUnits(userId);
+  loaded.records.forEach((loadedRecord, i) => {
+    expect(loadedRecord.vec).toBeUndefined();
+    expect([...loaded.vectors[i]!]).toEqual([...vectorOf(loadedRecord.seq)]);
+  });
+  await store.sidecarsSettled();
+  return loaded;
+}
+
+const sidecarUnused = (lines: Array<Record<string, unknown>>): boolean => lines.some((line) => String(line.msg).includes('sidecar not used'));
+
+describe('the vector sidecar of the JSONL store', () => {
+  it('is written after a load and serves the next one: vectors are views of one slab, text and fields intact', async () => {
+    const { store, lines } = await openStore();
+    await store.append('u', records(0, 10));
+    const first = await loadChecked(store);
+    expect(await readdir(store.userDir('u'))).toContain(VECTOR_SIDECAR_FILE);
+    const second = await loadChecked(store);
+    expect(sidecarUnused(lines)).toBe(false);
+    expect(second.records).toEqual(first.records);
+    expect(second.records[3].text).toBe('memory "3", with a comma and a quote');
+    expect(second.records[3].model).toBe('m@1');
+    const slab = second.vectors[0]!.buffer;
+    expect(second.vectors.every((vector) => vector!.buffer === slab)).toBe(true);
+    expect(slab.byteLength).toBe((await readFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE))).length);
+  });
+
+  it('decodes the lines appended since, and refreshes itself once they are many', async () => {
+    const { store } = await openStore();
+    await store.append('u', records(0, 16));
+    await loadChecked(store);
+    const before = await readFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE));
+    await store.append('u', records(16, 17));
+    expect((await loadChecked(store)).records.map((r) => r.seq)).toEqual(Array.from({ length: 17 }, (_, i) => i));
+    // One record after 16 is below an eighth: the sidecar stays as it was.
+    expect((await readFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE))).equals(before)).toBe(true);
+    await store.append('u', records(17, 30));
+    expect((await loadChecked(store)).records).toHaveLength(30);
+    expect((await readFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE))).length).toBeGreaterThan(before.length);
+    expect(await store.countRecords('u')).toBe(30);
+  });
+
+  it('is ignored once the memories file was rewritten (a delete), and rebuilt', async () => {
+    const { store, lines } = await openStore();
+    await store.append('u', records(0, 10));
+    await loadChecked(store);
+    await store.rewrite('u', records(0, 10).filter((r) => r.seq !== 4));
+    expect(await store.countRecords('u')).toBe(9);
+    const loaded = await loadChecked(store);
+    expect(loaded.records.map((r) => r.seq)).toEqual([0, 1, 2, 3, 5, 6, 7, 8, 9]);
+    expect(sidecarUnused(lines)).toBe(true);
+    lines.length = 0;
+    await loadChecked(store);
+    expect(sidecarUnused(lines)).toBe(false);
+  });
+
+  it('is never trusted when damaged or taken from another user: the JSONL decides', async () => {
+    const dataDir = await tempDir();
+    const { store, lines } = await openStore(dataDir);
+    await store.append('u', records(0, 10));
+    await store.append('v', records(100, 110, 'v'));
+    await loadChecked(store, 'u');
+    await loadChecked(store, 'v');
+    const file = path.join(store.userDir('u'), VECTOR_SIDECAR_FILE);
+    const damaged = await readFile(file);
+    damaged[damaged.length - 3] ^= 0x40;
+    await writeFile(file, damaged);
+    await loadChecked(store, 'u');
+    expect(lines.filter((line) => String(line.msg).includes('sidecar not used')).map((line) => line.reason)).toEqual([
+      'does not match the memories file (rewritten since) or is damaged',
+    ]);
+    await copyFile(path.join(store.userDir('v'), VECTOR_SIDECAR_FILE), file);
+    await loadChecked(store, 'u');
+    await writeFile(file, 'short');
+    await loadChecked(store, 'u');
+    expect(lines.filter((line) => String(line.msg).includes('sidecar not used'))).toHaveLength(3);
+  });
+
+  it('leaves a torn or malformed line after it to the plain load, which quarantines it', async () => {
+    const { store } = await openStore();
+    await store.append('u', records(0, 10));
+    await loadChecked(store);
+    const memories = path.join(store.userDir('u'), 'memories.jsonl');
+    await appendFile(memories, 'not json\n' + JSON.stringify(record(10)) + '\n{"id":"m11","te');
+    const loaded = await loadChecked(store);
+    expect(loaded.records.map((r) => r.seq)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    expect(loaded.quarantined).toBe(2);
+    expect(await readFile(path.join(store.userDir('u'), 'quarantine.jsonl'), 'utf8')).toBe('not json\n{"id":"m11","te\n');
+  });
+
+  it('keeps the plain path for a line whose vector is missing, and writes no sidecar for it', async () => {
+    const { store } = await openStore();
+    const { vec: _vec, ...bare } = record(3);
+    await store.append('u', [...records(0, 3), bare, ...records(4, 8)]);
+    const loaded = await store.loadUnits('u');
+    await store.sidecarsSettled();
+    expect(loaded.vectors[3]).toBeNull();
+    expect(loaded.vectors[4]).not.toBeNull();
+    expect(await readdir(store.userDir('u'))).not.toContain(VECTOR_SIDECAR_FILE);
+  });
+
+  it('a deleted user stays deleted although its sidecar was being written', async () => {
+    const { store } = await openStore();
+    await store.append('u', records(0, 10));
+    await store.loadUnits('u');
+    await store.deleteUser('u');
+    await store.sidecarsSettled();
+    expect(await store.listUsers()).toEqual([]);
+    expect(await readdir(path.dirname(store.userDir('u')))).toEqual([]);
+  });
+});
