@@ -35,6 +35,13 @@ export interface BatchingOptions {
    * measured no faster for Add (bench/README.md), which waits on the store, not the encoder.
    */
   maxInFlight?: number;
+  /**
+   * Ingest runs staged at once. Default 8: that many runs' worth of queued ingest texts is taken
+   * fairly, sorted by length and cut into runs, so each run pads its texts to a similar length
+   * (measured: 2.5 CPU ms per LoCoMo message in runs of mixed lengths, 1.8-2.0 in sorted ones).
+   * Queries still go ahead of every staged run; 1 runs ingest texts in arrival order.
+   */
+  windowRuns?: number;
 }
 
 /**
@@ -48,6 +55,7 @@ const DEFAULT_RUN_TOKENS = 2048;
  * over-counting, which only makes runs a little smaller.
  */
 const CHARS_PER_TOKEN = 3;
+const DEFAULT_WINDOW_RUNS = 8;
 
 /**
  * Texts waiting for the encoder, one FIFO per fairness key, served round-robin: a key that
@@ -111,6 +119,9 @@ export class BatchingEmbedder implements Embedder {
   private readonly urgent = new FairQueue();
   private readonly normal = new FairQueue();
   private readonly maxInFlight: number;
+  private readonly windowRuns: number;
+  /** Ingest runs cut from the last window, shortest texts first; the next ingest run is the first. */
+  private staged: Item[][] = [];
   private inFlight = 0;
   /** Optional; set by whoever exports the figures (the HTTP app's /metrics). */
   observer: BatchObserver | null = null;
@@ -123,6 +134,7 @@ export class BatchingEmbedder implements Embedder {
     this.maxTokens = options.maxTokens ?? DEFAULT_RUN_TOKENS;
     this.tokensPerTextMax = options.tokensPerTextMax ?? 128;
     this.maxInFlight = options.maxInFlight ?? 1;
+    this.windowRuns = options.windowRuns ?? DEFAULT_WINDOW_RUNS;
   }
 
   ready(): Promise<void> {
@@ -155,8 +167,7 @@ export class BatchingEmbedder implements Embedder {
   /** Starts runs while fewer than maxInFlight are out; each finished run starts the next. */
   private drain(): void {
     while (this.inFlight < this.maxInFlight) {
-      const queue = this.urgent.size > 0 ? this.urgent : this.normal;
-      const batch = queue.take(this.maxTexts, this.maxTokens);
+      const batch = this.urgent.size > 0 ? this.urgent.take(this.maxTexts, this.maxTokens) : this.nextIngestRun();
       if (batch.length === 0) return;
       this.inFlight++;
       void this.run(batch).finally(() => {
@@ -164,6 +175,31 @@ export class BatchingEmbedder implements Embedder {
         this.drain();
       });
     }
+  }
+
+  /**
+   * The next staged ingest run, staging a new window when none is left: up to `windowRuns` runs'
+   * worth of texts taken fairly, sorted by estimated tokens and cut into runs of similar lengths.
+   * A window is served whole before the next is taken, so a text waits at most one window.
+   */
+  private nextIngestRun(): Item[] {
+    if (this.staged.length === 0 && this.normal.size > 0) {
+      const window = this.normal.take(this.maxTexts * this.windowRuns, this.maxTokens * this.windowRuns);
+      if (this.windowRuns > 1) window.sort((a, b) => a.tokens - b.tokens);
+      let run: Item[] = [];
+      let tokens = 0;
+      for (const item of window) {
+        if (run.length > 0 && (run.length >= this.maxTexts || tokens + item.tokens > this.maxTokens)) {
+          this.staged.push(run);
+          run = [];
+          tokens = 0;
+        }
+        run.push(item);
+        tokens += item.tokens;
+      }
+      if (run.length > 0) this.staged.push(run);
+    }
+    return this.staged.shift() ?? [];
   }
 
   private async run(batch: Item[]): Promise<void> {
@@ -186,6 +222,7 @@ export class BatchingEmbedder implements Embedder {
       // The failed callers' other texts need not run.
       this.urgent.dropFailed();
       this.normal.dropFailed();
+      this.staged = this.staged.map((run) => run.filter((item) => !item.job.failed)).filter((run) => run.length > 0);
     }
   }
 }

@@ -60,7 +60,7 @@ describe('BatchingEmbedder', () => {
 
   it("serves callers round-robin by key, so one key's flood does not hold up another's texts", async () => {
     const inner = new RecordingEmbedder();
-    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxInFlight: 1 });
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxInFlight: 1, windowRuns: 1 });
     const flood = embedder.embed(Array.from({ length: 40 }, (_, i) => `flood ${i}`), { key: 'user-a' });
     const other = embedder.embed(['other 0', 'other 1'], { key: 'user-b' });
     const queryA = embedder.embed(Array.from({ length: 6 }, (_, i) => `query a ${i}`), { key: 'user-a', priority: 'query' });
@@ -75,6 +75,23 @@ describe('BatchingEmbedder', () => {
     // Ingest resumes alternating the two keys: user-b's two texts go in the next ingest run.
     expect(inner.calls[3]).toEqual(['flood 4', 'other 0', 'flood 5', 'other 1']);
     expect(at('other 1')).toBeLessThan(at('flood 6'));
+  });
+
+  it('cuts a window of queued ingest texts into runs of similar lengths, queries still first', async () => {
+    const inner = new RecordingEmbedder();
+    // 2 + ceil(length / 3) tokens: 4 short texts (3 tokens) fit a 12-token run, 2 long ones (6) do too.
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxTokens: 12, windowRuns: 3 });
+    const first = embedder.embed(['s0']);
+    const mixed = ['l1 xxxxxxx', 's1', 'l2 xxxxxxx', 's2', 's3', 's4'];
+    const ingest = embedder.embed(mixed, { key: 'a' });
+    const late = embedder.embed(['s5'], { key: 'b' });
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const query = embedder.embed(['the query'], { priority: 'query' });
+    const [, vectors] = await Promise.all([first, ingest, late, query]);
+    // The first run had started alone and the query came next; then one window of every ingest
+    // text queued, taken round-robin (user b's text included), shortest first.
+    expect(inner.calls).toEqual([['s0'], ['the query'], ['s5', 's1', 's2', 's3'], ['s4', 'l1 xxxxxxx'], ['l2 xxxxxxx']]);
+    expect(vectors).toEqual(await new HashEmbedder({ dimensions: 16 }).embed(mixed));
   });
 
   it('keeps up to maxInFlight runs at the inner embedder at once', async () => {
