@@ -49,8 +49,11 @@ export function emptyUserState(userId: string, version: number): UserState {
   };
 }
 
-/** Makes stored units searchable. The vector lives in the corpus only (a record never keeps `vec`). */
-export function admitUnits(state: UserState, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>): void {
+/**
+ * Makes stored units searchable. The vector lives in the corpus only (a record never keeps `vec`).
+ * `deferIndex` leaves their HNSW inserts to `IndexLifecycle.indexLater` (an acknowledged write).
+ */
+export function admitUnits(state: UserState, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>, deferIndex = false): void {
   for (const { record } of units) {
     delete record.vec;
     delete record.batch;
@@ -60,7 +63,7 @@ export function admitUnits(state: UserState, units: ReadonlyArray<{ record: Stor
     state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
     state.textChars += record.text.length;
   }
-  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector)));
+  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector)), deferIndex);
 }
 
 /** Drops memories from the records and every index. */

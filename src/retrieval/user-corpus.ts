@@ -155,9 +155,9 @@ export class UserCorpus {
 
   /**
    * Adds units, searchable at once. Their vectors enter the HNSW index now if one is attached
-   * and complete, else later through `indexPending`.
+   * and complete and `deferIndex` is not set, else later through `indexPending`.
    */
-  add(units: readonly CorpusUnit[]): void {
+  add(units: readonly CorpusUnit[], deferIndex = false): void {
     this.layout = null;
     const touchedSessions = new Set<string>();
     for (const unit of units) {
@@ -165,7 +165,7 @@ export class UserCorpus {
       this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
       if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
-        if (this.unindexed.size > 0) this.unindexed.add(unit.seq);
+        if (deferIndex || this.unindexed.size > 0) this.unindexed.add(unit.seq);
         else this.vectorIndex.add(unit.seq, unit.vector);
       }
       if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
