@@ -94,6 +94,16 @@ describe('BatchingEmbedder', () => {
     expect(vectors).toEqual(await new HashEmbedder({ dimensions: 16 }).embed(mixed));
   });
 
+  it('starts the next run before answering the callers of the last one', async () => {
+    const inner = new RecordingEmbedder();
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 1, windowRuns: 1 });
+    const runsWhenAnswered: number[] = [];
+    const first = embedder.embed(['a']).then(() => runsWhenAnswered.push(inner.calls.length));
+    await Promise.all([first, embedder.embed(['b'])]);
+    // The encoder already had 'b' when the caller of 'a' got its vector.
+    expect(runsWhenAnswered).toEqual([2]);
+  });
+
   it('keeps up to maxInFlight runs at the inner embedder at once', async () => {
     let open = 0;
     let most = 0;
