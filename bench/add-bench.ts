@@ -68,6 +68,7 @@ async function main(): Promise<void> {
       add_messages_per_s: add.messages_per_s,
       bare_encoder_messages_per_s: encoder.messages_per_s,
       server_cpu_ms_per_message: add.cpu_ms_per_message,
+      server_cpu_ms_per_message_by_thread: add.cpu_ms_per_message_by_thread,
       bare_encoder_cpu_ms_per_message: encoder.cpu_ms_per_message,
       add_cpu: add.cpu,
       add_latency_ms: add.load.latency_ms,

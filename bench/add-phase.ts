@@ -2,6 +2,7 @@
  * The Add phase of the bench and the bare encoder it is compared with (bench/README.md, "Add"):
  * shared by `run-bench.ts` and the Add-only `add-bench.ts`.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { cpuMsPer, cpuText } from './cpu-figures.js';
@@ -94,11 +95,59 @@ export async function measureAdd(server: ServerProcess, client: LoopbackClient, 
   }
   progress(`Add: ${bodies.length} requests x 20 messages, ${ADD_CLIENTS} clients`);
   const cpu = startCpuWatch(server);
+  const threadsBefore = threadCpuSeconds(server.pid);
   let next = 0;
   const load = await runLoad({ client, path: '/add', concurrency: ADD_CLIENTS, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
   const share = cpu();
+  const threads = threadCpuMsPerMessage(threadsBefore, threadCpuSeconds(server.pid), load.ok * 20);
   const messagesPerS = round((load.ok * 20) / load.elapsed_s, 1);
   const cpuMsPerMessage = cpuMsPer(share, load.elapsed_s, load.ok * 20);
   progress(`Add: ${messagesPerS} messages/s, p50 ${load.latency_ms.p50} ms, errors ${load.errors} (${cpuText(share)})`);
-  return { load, messages_per_s: messagesPerS, cpu_ms_per_message: cpuMsPerMessage, cpu: share, rss_mb: server.memory().rss_mb };
+  progress(`Add: server CPU ms per message by thread: ${JSON.stringify(threads)}`);
+  return { load, messages_per_s: messagesPerS, cpu_ms_per_message: cpuMsPerMessage, cpu_ms_per_message_by_thread: threads, cpu: share, rss_mb: server.memory().rss_mb };
+}
+
+/** Linux reports thread CPU time in USER_HZ ticks, 100 a second on every mainstream build. */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds of each of a process's threads (/proc/<pid>/task), by thread id, with the thread's name. */
+function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: number }> {
+  const threads = new Map<string, { name: string; seconds: number }>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return threads;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      threads.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND });
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return threads;
+}
+
+/**
+ * Where the server's CPU went, per message, by thread: the main thread (HTTP, scoring, indexes),
+ * the encoder's thread (the busiest worker), the libuv pool (file I/O) and the rest (GC, V8).
+ */
+function threadCpuMsPerMessage(before: Map<string, { name: string; seconds: number }>, after: Map<string, { name: string; seconds: number }>, messages: number) {
+  const used = [...after].map(([tid, thread]) => ({ tid, name: thread.name, seconds: thread.seconds - (before.get(tid)?.seconds ?? 0) }));
+  const main = used.find((thread) => thread.tid === [...after.keys()].sort((a, b) => Number(a) - Number(b))[0]);
+  const pool = used.filter((thread) => thread.name.startsWith('libuv-worker'));
+  const others = used.filter((thread) => thread !== main && !pool.includes(thread));
+  const encoder = others.reduce<(typeof used)[number] | undefined>((best, thread) => (best === undefined || thread.seconds > best.seconds ? thread : best), undefined);
+  const ms = (seconds: number) => round((seconds * 1000) / Math.max(messages, 1), 3);
+  const sum = (list: typeof used) => list.reduce((total, thread) => total + thread.seconds, 0);
+  return {
+    main: ms(main?.seconds ?? 0),
+    encoder: ms(encoder?.seconds ?? 0),
+    file_io_pool: ms(sum(pool)),
+    other_threads: ms(sum(others) - (encoder?.seconds ?? 0)),
+  };
 }

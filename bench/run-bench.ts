@@ -239,6 +239,7 @@ async function main(): Promise<void> {
         ratio_to_bare_encoder: round(addRatio, 3),
         ratio_to_bare_encoder_per_add_call: round(add.messages_per_s / encoder.per_add_call_messages_per_s, 3),
         server_cpu_ms_per_message: add.cpu_ms_per_message,
+        server_cpu_ms_per_message_by_thread: add.cpu_ms_per_message_by_thread,
         bare_encoder_cpu_ms_per_message: encoder.cpu_ms_per_message,
         cpu_ratio_bare_to_service: round(encoder.cpu_ms_per_message / add.cpu_ms_per_message, 3),
         ...add.load,

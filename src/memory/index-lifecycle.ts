@@ -5,8 +5,11 @@ import { readVectorIndexCache, writeVectorIndexCache, type IndexCacheFiles, type
 import { errorMessage } from './memory-records.js';
 import type { UserState } from './user-state.js';
 
-/** Vectors added to a rebuilding HNSW index per turn of the event loop (~50 ms of work). */
-const INDEX_SLICE = 200;
+/**
+ * Vectors added to an HNSW index per turn of the event loop (~5-8 ms of work): short enough that
+ * the encoder's finished runs and the requests waiting on the loop are not held up behind a slice.
+ */
+const INDEX_SLICE = 64;
 
 export interface IndexLifecycleOptions {
   /** Where index caches live; null rebuilds every index in memory on load (nothing is written). */
