@@ -126,6 +126,26 @@ describe('BatchingEmbedder', () => {
     expect(results.flat()).toHaveLength(10);
   });
 
+  it('queues any number of texts per key: a second flood joins the first, every caller gets its vectors', async () => {
+    const instant: Embedder = {
+      modelId: 'instant',
+      dimensions: 1,
+      ready: async () => undefined,
+      close: async () => undefined,
+      embed: async (texts) => texts.map((text) => Float32Array.of(Number(text.split(' ')[1]))),
+    };
+    const embedder = new BatchingEmbedder(instant, { maxTexts: 256 });
+    const flood = (from: number) => Array.from({ length: 150_000 }, (_, i) => `t ${from + i}`);
+    const [first, second, other] = await Promise.all([
+      embedder.embed(flood(0), { key: 'a' }),
+      embedder.embed(flood(150_000), { key: 'a' }),
+      embedder.embed(['t -1'], { key: 'b' }),
+    ]);
+    expect(first.map((vector) => vector[0])).toEqual(flood(0).map((_, i) => i));
+    expect(second[149_999][0]).toBe(299_999);
+    expect(other[0][0]).toBe(-1);
+  });
+
   it('fails only the callers of a failed call', async () => {
     const inner = new RecordingEmbedder();
     const embedder = new BatchingEmbedder(inner, { maxTexts: 2 });
