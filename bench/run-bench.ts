@@ -18,19 +18,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
-import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
+import { ADD_CLIENTS, measureAdd, measureEncoder, summarizeEncoder } from './add-phase.js';
+import { cpuMsPer, cpuText } from './cpu-figures.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
 import { measureHostileLoad } from './hostile-load.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { serverEncoder } from './server-encoder.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
-import { addChunks, sessionAdds, strided, loadWorkload, type AddBody, type Conversation, type Workload } from './workload.js';
+import { addChunks, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
 
 const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const DEFAULT_LOCOMO = path.resolve(PACKAGE_ROOT, '..', 'shared', 'datasets', 'locomo10-dev.json');
 const TOP_K = 100;
-const ADD_CLIENTS = 64;
 const SEARCH_CLIENTS = [32, 256] as const;
 const SCALE_SIZES = [10_000, 100_000] as const;
 /** A handful of users of 2k and 20k memories: all within the service's exhaustive-scoring limit (20k). */
@@ -162,15 +162,15 @@ async function main(): Promise<void> {
     // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.
     const encoderBodies = strided(addBodies, ADD_CLIENTS);
     const embedder = serverEncoder();
-    const encoderBefore = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests);
+    const encoderBefore = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests, progress);
 
     const server = await ServerProcess.start({ dataDir: path.join(workDir, 'service'), nodeArgs });
     const client = new LoopbackClient(server.url, 256);
     const startMs = await waitForFirstAnswer(server, client, () => ({ query: 'warm-up', user_id: 'nobody', top_k: 1 }), 120_000, () => true);
     progress(`server up in ${startMs} ms (pid ${server.pid})`);
-    const add = await measureAdd(server, client, addBodies);
+    const add = await measureAdd(server, client, addBodies, progress);
     // Measured again after the Add phase: the machine is shared, and the mean of the two brackets its drift.
-    const encoderAfter = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests);
+    const encoderAfter = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests, progress);
     const search = await measureSearch(server, client, workload, plan);
     const encodeAlone = await measureEncodeAlone(embedder, search.sequential_queries);
     await embedder.close();
@@ -239,6 +239,7 @@ async function main(): Promise<void> {
         ratio_to_bare_encoder: round(addRatio, 3),
         ratio_to_bare_encoder_per_add_call: round(add.messages_per_s / encoder.per_add_call_messages_per_s, 3),
         server_cpu_ms_per_message: add.cpu_ms_per_message,
+        server_cpu_ms_per_message_by_thread: add.cpu_ms_per_message_by_thread,
         bare_encoder_cpu_ms_per_message: encoder.cpu_ms_per_message,
         cpu_ratio_bare_to_service: round(encoder.cpu_ms_per_message / add.cpu_ms_per_message, 3),
         ...add.load,
@@ -267,101 +268,6 @@ async function main(): Promise<void> {
     if (values.keep) progress(`kept ${workDir}`);
     else await removeScratch();
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Encoder
-
-interface EncoderRate {
-  messages: number;
-  texts: number;
-  seconds: number;
-  messages_per_s: number;
-  texts_per_s: number;
-  /** CPU the bench process spent per message: unlike messages/s, barely moved by neighbours taking cores. */
-  cpu_ms_per_message: number;
-  cpu: CpuShare;
-}
-
-interface EncoderRun {
-  /** All texts in one call: the encoder sorts them by length and runs batches of 64 (its best case). */
-  all_at_once: EncoderRate;
-  /** One call per Add's 20 messages, the way the service calls it. */
-  per_add_call: EncoderRate;
-}
-
-/** The texts the service embeds for an Add (its units in "Speaker: text" form). */
-function addTexts(body: AddBody): string[] {
-  return body.messages.flatMap((message) => splitIntoUnits(message.content).map((text) => denseText({ text, role: message.role.trim(), timeMs: message.timestamp })));
-}
-
-async function measureEncoder(embedder: OnnxEmbedder, bodies: readonly AddBody[], perAddBodies: number): Promise<EncoderRun> {
-  await embedder.ready();
-  // Warm-up on the longest texts too: the first run of each larger shape allocates, and that is not the figure.
-  const byLength = bodies.flatMap(addTexts).sort((a, b) => b.length - a.length);
-  await embedder.embed([...byLength.slice(0, 64), ...byLength.slice(-64)]);
-  const timed = async (subset: readonly AddBody[], run: (texts: string[][]) => Promise<unknown>): Promise<EncoderRate> => {
-    const texts = subset.map(addTexts);
-    const messages = subset.reduce((sum, body) => sum + body.messages.length, 0);
-    const count = texts.reduce((sum, list) => sum + list.length, 0);
-    const cpu = process.cpuUsage();
-    const watch = startCpuWatch(null);
-    const started = performance.now();
-    await run(texts);
-    const seconds = (performance.now() - started) / 1000;
-    const cpuUsed = process.cpuUsage(cpu);
-    const share = watch();
-    return {
-      messages,
-      texts: count,
-      seconds: round(seconds, 2),
-      messages_per_s: round(messages / seconds, 1),
-      texts_per_s: round(count / seconds, 1),
-      cpu_ms_per_message: round((cpuUsed.user + cpuUsed.system) / 1000 / messages, 2),
-      cpu: share,
-    };
-  };
-  progress(`bare encoder (in-process): ${bodies.length} Adds' texts at once, then ${perAddBodies} Adds one call each`);
-  const allAtOnce = await timed(bodies, (texts) => embedder.embed(texts.flat()));
-  const perAddCall = await timed(strided(bodies, perAddBodies), async (texts) => {
-    for (const list of texts) await embedder.embed(list);
-  });
-  progress(`bare encoder: ${allAtOnce.messages_per_s} messages/s all at once, ${perAddCall.messages_per_s} one Add per call (cores: bench ${allAtOnce.cpu.bench_cores}, others ${allAtOnce.cpu.other_cores}; load ${allAtOnce.cpu.load_avg_1m})`);
-  return { all_at_once: allAtOnce, per_add_call: perAddCall };
-}
-
-function summarizeEncoder(before: EncoderRun, after: EncoderRun) {
-  const runs = [before, after];
-  const mean = (pick: (run: EncoderRun) => number) => round(runs.reduce((sum, run) => sum + pick(run), 0) / runs.length, 1);
-  return {
-    messages_per_s: mean((run) => run.all_at_once.messages_per_s),
-    per_add_call_messages_per_s: mean((run) => run.per_add_call.messages_per_s),
-    cpu_ms_per_message: round(runs.reduce((sum, run) => sum + run.all_at_once.cpu_ms_per_message, 0) / runs.length, 2),
-    per_add_call_cpu_ms_per_message: round(runs.reduce((sum, run) => sum + run.per_add_call.cpu_ms_per_message, 0) / runs.length, 2),
-    note: 'mean of a run before and a run after the Add phase',
-    runs,
-  };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Add
-
-async function measureAdd(server: ServerProcess, client: LoopbackClient, bodies: readonly AddBody[]) {
-  // Two Adds first, to a user of their own: the first inference and JIT warm-up are not the figure.
-  for (const [i, body] of bodies.slice(0, 2).entries()) {
-    const warm = { ...body, request_id: `warm-up-${i}`, user_id: 'bench-warm-up' };
-    const problem = checkAdd(await client.post('/add', JSON.stringify(warm), 120_000));
-    if (problem) throw new Error(`warm-up Add failed: ${problem}`);
-  }
-  progress(`Add: ${bodies.length} requests x 20 messages, ${ADD_CLIENTS} clients`);
-  const cpu = startCpuWatch(server);
-  let next = 0;
-  const load = await runLoad({ client, path: '/add', concurrency: ADD_CLIENTS, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
-  const share = cpu();
-  const messagesPerS = round((load.ok * 20) / load.elapsed_s, 1);
-  const cpuMsPerMessage = cpuMsPer(share, load.elapsed_s, load.ok * 20);
-  progress(`Add: ${messagesPerS} messages/s, p50 ${load.latency_ms.p50} ms, errors ${load.errors} (${cpuText(share)})`);
-  return { load, messages_per_s: messagesPerS, cpu_ms_per_message: cpuMsPerMessage, cpu: share, rss_mb: server.memory().rss_mb };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -637,15 +543,6 @@ async function removeScratch(): Promise<void> {
 
 function target(id: string, wanted: string, value: number, unit: string, pass: boolean, note?: string) {
   return { id, target: wanted, value: value as number | null, unit, result: pass ? 'pass' : 'miss', ...(note === undefined ? {} : { note }) };
-}
-
-/** Server CPU per unit of work: what the work costs, whatever share of the machine the server got. */
-function cpuMsPer(share: CpuShare, seconds: number, units: number): number {
-  return round((share.server_cores * seconds * 1000) / Math.max(units, 1), 2);
-}
-
-function cpuText(share: CpuShare): string {
-  return `cores: server ${share.server_cores}, bench ${share.bench_cores}, others ${share.other_cores}; load ${share.load_avg_1m}`;
 }
 
 /** Round-robin over lists, so consecutive requests go to different users. */

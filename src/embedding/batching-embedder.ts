@@ -35,6 +35,13 @@ export interface BatchingOptions {
    * measured no faster for Add (bench/README.md), which waits on the store, not the encoder.
    */
   maxInFlight?: number;
+  /**
+   * Ingest runs staged at once. Default 16: that many runs' worth of queued ingest texts is taken
+   * fairly, sorted by length and cut into runs, so each run pads its texts to a similar length
+   * (measured: 2.5 CPU ms per LoCoMo message in runs of mixed lengths, 1.8-2.0 in sorted ones).
+   * Queries still go ahead of every staged run; 1 runs ingest texts in arrival order.
+   */
+  windowRuns?: number;
 }
 
 /**
@@ -48,6 +55,7 @@ const DEFAULT_RUN_TOKENS = 2048;
  * over-counting, which only makes runs a little smaller.
  */
 const CHARS_PER_TOKEN = 3;
+const DEFAULT_WINDOW_RUNS = 16;
 
 /**
  * Texts waiting for the encoder, one FIFO per fairness key, served round-robin: a key that
@@ -55,13 +63,14 @@ const CHARS_PER_TOKEN = 3;
  * so one user's flood cannot make other users wait behind it. Map order is the rotation.
  */
 class FairQueue {
-  private readonly byKey = new Map<string, Item[]>();
+  private readonly byKey = new Map<string, KeyQueue>();
   size = 0;
 
   push(key: string, items: Item[]): void {
     const queue = this.byKey.get(key);
-    if (queue) queue.push(...items);
-    else this.byKey.set(key, items);
+    // A loop, not push(...items): a spread of a hundred thousand texts overflows the call stack.
+    if (queue) for (const item of items) queue.items.push(item);
+    else this.byKey.set(key, { items, head: 0 });
     this.size += items.length;
   }
 
@@ -70,28 +79,45 @@ class FairQueue {
     const taken: Item[] = [];
     let tokens = 0;
     while (this.size > 0 && taken.length < maxTexts) {
-      const [key, queue] = this.byKey.entries().next().value as [string, Item[]];
-      const head = queue[0]!;
+      const [key, queue] = this.byKey.entries().next().value as [string, KeyQueue];
+      const head = queue.items[queue.head]!;
       if (taken.length > 0 && tokens + head.tokens > maxTokens) break;
-      queue.shift();
+      queue.head++;
       this.size--;
       taken.push(head);
       tokens += head.tokens;
       // Re-inserting moves the key to the back of the rotation.
       this.byKey.delete(key);
-      if (queue.length > 0) this.byKey.set(key, queue);
+      if (queue.head < queue.items.length) {
+        this.byKey.set(key, compacted(queue));
+      }
     }
     return taken;
   }
 
   dropFailed(): void {
     for (const [key, queue] of this.byKey) {
-      const kept = queue.filter((item) => !item.job.failed);
-      this.size -= queue.length - kept.length;
+      const kept = queue.items.slice(queue.head).filter((item) => !item.job.failed);
+      this.size -= queue.items.length - queue.head - kept.length;
       if (kept.length === 0) this.byKey.delete(key);
-      else this.byKey.set(key, kept);
+      else this.byKey.set(key, { items: kept, head: 0 });
     }
   }
+}
+
+/**
+ * One key's texts in arrival order from `head` on. Taking moves `head` instead of shifting the
+ * array (a shift copies it: a flood of 200,000 texts cost 45 s of this thread in shifts alone).
+ */
+interface KeyQueue {
+  items: Item[];
+  head: number;
+}
+
+/** Drops the taken texts once they are most of the array, so a key that never runs dry does not grow it forever. */
+function compacted(queue: KeyQueue): KeyQueue {
+  if (queue.head < 1024 || queue.head * 2 < queue.items.length) return queue;
+  return { items: queue.items.slice(queue.head), head: 0 };
 }
 
 /**
@@ -111,6 +137,9 @@ export class BatchingEmbedder implements Embedder {
   private readonly urgent = new FairQueue();
   private readonly normal = new FairQueue();
   private readonly maxInFlight: number;
+  private readonly windowRuns: number;
+  /** Ingest runs cut from the last window, shortest texts first; the next ingest run is the first. */
+  private staged: Item[][] = [];
   private inFlight = 0;
   /** Optional; set by whoever exports the figures (the HTTP app's /metrics). */
   observer: BatchObserver | null = null;
@@ -123,6 +152,7 @@ export class BatchingEmbedder implements Embedder {
     this.maxTokens = options.maxTokens ?? DEFAULT_RUN_TOKENS;
     this.tokensPerTextMax = options.tokensPerTextMax ?? 128;
     this.maxInFlight = options.maxInFlight ?? 1;
+    this.windowRuns = options.windowRuns ?? DEFAULT_WINDOW_RUNS;
   }
 
   ready(): Promise<void> {
@@ -155,28 +185,47 @@ export class BatchingEmbedder implements Embedder {
   /** Starts runs while fewer than maxInFlight are out; each finished run starts the next. */
   private drain(): void {
     while (this.inFlight < this.maxInFlight) {
-      const queue = this.urgent.size > 0 ? this.urgent : this.normal;
-      const batch = queue.take(this.maxTexts, this.maxTokens);
+      const batch = this.urgent.size > 0 ? this.urgent.take(this.maxTexts, this.maxTokens) : this.nextIngestRun();
       if (batch.length === 0) return;
       this.inFlight++;
-      void this.run(batch).finally(() => {
-        this.inFlight--;
-        this.drain();
-      });
+      void this.run(batch);
     }
   }
 
+  /**
+   * The next staged ingest run, staging a new window when none is left: up to `windowRuns` runs'
+   * worth of texts taken fairly, sorted by estimated tokens and cut into runs of similar lengths.
+   * A window is served whole before the next is taken, so a text waits at most one window.
+   */
+  private nextIngestRun(): Item[] {
+    if (this.staged.length === 0 && this.normal.size > 0) {
+      const window = this.normal.take(this.maxTexts * this.windowRuns, this.maxTokens * this.windowRuns);
+      if (this.windowRuns > 1) window.sort((a, b) => a.tokens - b.tokens);
+      let run: Item[] = [];
+      let tokens = 0;
+      for (const item of window) {
+        if (run.length > 0 && (run.length >= this.maxTexts || tokens + item.tokens > this.maxTokens)) {
+          this.staged.push(run);
+          run = [];
+          tokens = 0;
+        }
+        run.push(item);
+        tokens += item.tokens;
+      }
+      if (run.length > 0) this.staged.push(run);
+    }
+    return this.staged.shift() ?? [];
+  }
+
+  /**
+   * The next run starts before this one's callers are answered: their continuations (building
+   * records, the store write) would otherwise keep the encoder idle while this thread runs them.
+   */
   private async run(batch: Item[]): Promise<void> {
     const started = performance.now();
+    let vectors: Float32Array[];
     try {
-      const vectors = await this.inner.embed(batch.map((item) => item.text));
-      this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), performance.now() - started);
-      batch.forEach((item, i) => {
-        const { job } = item;
-        if (job.failed) return;
-        job.vectors[item.index] = vectors[i]!;
-        if (--job.remaining === 0) job.resolve(job.vectors);
-      });
+      vectors = await this.inner.embed(batch.map((item) => item.text));
     } catch (error) {
       for (const { job } of batch) {
         if (job.failed) continue;
@@ -186,6 +235,19 @@ export class BatchingEmbedder implements Embedder {
       // The failed callers' other texts need not run.
       this.urgent.dropFailed();
       this.normal.dropFailed();
+      this.staged = this.staged.map((run) => run.filter((item) => !item.job.failed)).filter((run) => run.length > 0);
+      this.inFlight--;
+      this.drain();
+      return;
     }
+    this.inFlight--;
+    this.drain();
+    this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), performance.now() - started);
+    batch.forEach((item, i) => {
+      const { job } = item;
+      if (job.failed) return;
+      job.vectors[item.index] = vectors[i]!;
+      if (--job.remaining === 0) job.resolve(job.vectors);
+    });
   }
 }

@@ -5,8 +5,11 @@ import { readVectorIndexCache, writeVectorIndexCache, type IndexCacheFiles, type
 import { errorMessage } from './memory-records.js';
 import type { UserState } from './user-state.js';
 
-/** Vectors added to a rebuilding HNSW index per turn of the event loop (~50 ms of work). */
-const INDEX_SLICE = 200;
+/**
+ * Vectors added to an HNSW index per turn of the event loop (~5-8 ms of work): short enough that
+ * the encoder's finished runs and the requests waiting on the loop are not held up behind a slice.
+ */
+const INDEX_SLICE = 64;
 
 export interface IndexLifecycleOptions {
   /** Where index caches live; null rebuilds every index in memory on load (nothing is written). */
@@ -27,6 +30,8 @@ export interface IndexLifecycleOptions {
  */
 export class IndexLifecycle {
   private readonly options: IndexLifecycleOptions;
+  /** Users with a background fill under way (see indexLater). */
+  private readonly filling = new WeakSet<UserState>();
   closing = false;
 
   constructor(options: IndexLifecycleOptions) {
@@ -36,10 +41,46 @@ export class IndexLifecycle {
   /** Reads (or creates) the user's HNSW index (caller holds the lock) and fills in what it lacks in the background. */
   async attach(state: UserState): Promise<void> {
     if (state.corpus.vectors) return;
+    await this.attachOnly(state);
+    if (!state.corpus.vectorIndexComplete) state.indexCompletion = this.complete(state).then(() => undefined);
+  }
+
+  /** Reads (or creates) the index and attaches it, leaving what it lacks in `unindexed` (caller holds the lock). */
+  private async attachOnly(state: UserState): Promise<void> {
     const index = await this.openVectorIndex(state.userId, state.records.size);
     state.corpus.attachVectorIndex(index);
     state.indexOnDisk = null;
-    if (!state.corpus.vectorIndexComplete) state.indexCompletion = this.complete(state);
+  }
+
+  /**
+   * After an acknowledged write (its HNSW inserts deferred): attaches the user's index if needed
+   * and moves the deferred vectors into it, a slice per turn of the event loop, under the lock.
+   * Until then searches score the units exhaustively, so the write is searchable meanwhile.
+   * `indexCompletion` settles when the index holds every unit.
+   */
+  indexLater(state: UserState): void {
+    if (this.filling.has(state) || state.retired) return;
+    this.filling.add(state);
+    state.indexCompletion = this.fillLater(state);
+  }
+
+  private async fillLater(state: UserState): Promise<void> {
+    let filled = false;
+    try {
+      // After the acknowledgement: the answer goes out before any of the index work.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      await state.lock.run(() => (state.retired || state.corpus.vectors ? Promise.resolve() : this.attachOnly(state)));
+      filled = await this.complete(state);
+    } catch (error) {
+      this.options.logger.error({ err: errorMessage(error) }, 'vector index could not be opened; searches stay exhaustive');
+    } finally {
+      this.filling.delete(state);
+    }
+    // A write that slipped in after the last slice found this fill still running: take its units too.
+    if (filled && !state.retired && !state.corpus.vectorIndexComplete) {
+      this.indexLater(state);
+      await state.indexCompletion;
+    }
   }
 
   /** On load: users scored exhaustively read their index only when first written to. */
@@ -131,7 +172,7 @@ export class IndexLifecycle {
    * the user's lock, so a start with a missing index serves at once (exhaustive scoring meanwhile)
    * and writes never interleave with the index being saved.
    */
-  private async complete(state: UserState): Promise<void> {
+  private async complete(state: UserState): Promise<boolean> {
     try {
       for (;;) {
         const remaining = await state.lock.run(async () => (state.retired ? 0 : state.corpus.indexPending(INDEX_SLICE)));
@@ -139,8 +180,10 @@ export class IndexLifecycle {
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
       if (!state.retired) this.markDirty(state);
+      return true;
     } catch (error) {
       this.options.logger.error({ err: errorMessage(error) }, 'vector index rebuild failed; searches stay exhaustive');
+      return false;
     }
   }
 

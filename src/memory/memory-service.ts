@@ -30,6 +30,11 @@ import type {
 const INDEX_FLUSH_DELAY_MS = 2_000;
 /** How long after the start the background loading of users waits (ms): the first requests come first. */
 const WARM_UP_DELAY_MS = 1_000;
+/**
+ * Appends do not wait for the HNSW index: it is attached and filled after the acknowledgement
+ * (`UserCache.applyAppend`), and the units are searchable at once by exhaustive scoring.
+ */
+const APPEND = { attachIndex: false } as const;
 
 export interface MemoryServiceOptions {
   /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
@@ -220,12 +225,16 @@ export class MemoryService {
         },
         vector,
       };
-      return this.underLock(input.userId, async (state) => {
-        const result = (await this.store.append(input.userId, [draft]))!;
-        this.total += 1;
-        this.cache.applyAppend(state, result, [vector]);
-        return publicMemory(result.records[0]);
-      });
+      return this.underLock(
+        input.userId,
+        async (state) => {
+          const result = (await this.store.append(input.userId, [draft]))!;
+          this.total += 1;
+          this.cache.applyAppend(state, result, [vector]);
+          return publicMemory(result.records[0]);
+        },
+        APPEND,
+      );
     });
   }
 
@@ -400,7 +409,7 @@ export class MemoryService {
             this.total += drafts.length;
             this.cache.applyAppend(current, result, drafts.map(({ vector }) => vector));
             imported += drafts.length;
-          });
+          }, APPEND);
           done += Math.min(256, list.length - start);
           onProgress?.(done);
         }
@@ -479,6 +488,8 @@ export class MemoryService {
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;
     await this.cache.evictionsSettled();
+    // The acknowledged writes' HNSW inserts finish first, so the saved indexes are complete.
+    await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
     for (const state of this.cache.loaded) {
       await this.lifecycle.flush(state).catch((error) => this.logger.error({ err: errorMessage(error) }, 'index flush failed at close'));
     }
@@ -499,8 +510,9 @@ export class MemoryService {
     await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
   }
 
-  /** Writes every pending index cache now (otherwise done a moment after the last write). */
+  /** Writes every pending index cache now (otherwise done a moment after the last write), once the inserts in the background are done. */
   async flushIndexes(): Promise<void> {
+    await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
     for (const state of this.cache.loaded) if (state.indexDirty) await this.lifecycle.flush(state);
   }
 
@@ -546,7 +558,7 @@ export class MemoryService {
       this.total += result.records.length;
       this.cache.applyAppend(state, result, vectors);
       return { stored: true, units: result.records.length };
-    });
+    }, APPEND);
   }
 
   /** Runs a write under the user's lock, starting over if the cached user was retired meanwhile. */

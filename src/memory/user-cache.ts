@@ -90,15 +90,20 @@ export class UserCache {
     return current ?? this.get(userId);
   }
 
-  /** Applies an acknowledged append to the cache, or marks it stale when another writer came in between. */
+  /**
+   * Applies an acknowledged append to the cache, or marks it stale when another writer came in
+   * between. The units are searchable at once (scored exhaustively until in the HNSW graph); their
+   * HNSW inserts are left to the background, off the acknowledgement path.
+   */
   applyAppend(state: UserState, result: AppendResult, vectors: readonly Float32Array[]): void {
     if (state.version !== result.previousVersion) {
       state.version = -1;
       return;
     }
-    admitUnits(state, result.records.map((record, i) => ({ record, vector: vectors[i] })));
+    admitUnits(state, result.records.map((record, i) => ({ record, vector: vectors[i] })), { deferIndex: true });
     state.version = result.version;
     this.options.lifecycle.markDirty(state);
+    this.options.lifecycle.indexLater(state);
     this.resize(state);
     this.enforceBudget(state);
   }
@@ -186,7 +191,7 @@ export class UserCache {
       await this.store.replaceVectors(userId, stale.map((unit, i) => ({ id: unit.record.id, vector: fresh[i], model: this.options.modelId })));
     }
     const state = emptyUserState(userId, snapshot.version);
-    admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })), new Map());
+    admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })), { strings: new Map() });
     this.states.set(userId, state);
     await this.options.lifecycle.attachIfSearched(state);
     this.resize(state);

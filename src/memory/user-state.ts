@@ -51,9 +51,14 @@ export function emptyUserState(userId: string, version: number): UserState {
 
 /**
  * Makes stored units searchable. The vector lives in the corpus only (a record never keeps
- * `vec`). A load passes `strings`, so that the user's records and terms share equal strings.
+ * `vec`). A load passes `strings`, so that the user's records and terms share equal strings;
+ * `deferIndex` leaves their HNSW inserts to `IndexLifecycle.indexLater` (an acknowledged write).
  */
-export function admitUnits(state: UserState, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>, strings?: SharedStrings): void {
+export function admitUnits(
+  state: UserState,
+  units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>,
+  { strings, deferIndex = false }: { strings?: SharedStrings; deferIndex?: boolean } = {},
+): void {
   for (const { record } of units) {
     delete record.vec;
     delete record.batch;
@@ -64,7 +69,7 @@ export function admitUnits(state: UserState, units: ReadonlyArray<{ record: Stor
     state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
     state.textChars += record.text.length;
   }
-  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector, strings)));
+  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector, strings)), deferIndex);
 }
 
 /** Drops memories from the records and every index. */

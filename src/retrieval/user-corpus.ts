@@ -158,9 +158,9 @@ export class UserCorpus {
 
   /**
    * Adds units, searchable at once. Their vectors enter the HNSW index now if one is attached
-   * and complete, else later through `indexPending`.
+   * and complete and `deferIndex` is not set, else later through `indexPending`.
    */
-  add(units: readonly CorpusUnit[]): void {
+  add(units: readonly CorpusUnit[], deferIndex = false): void {
     this.layout = null;
     const touchedSessions = new Set<string>();
     for (const unit of units) {
@@ -168,7 +168,7 @@ export class UserCorpus {
       this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
       if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
-        if (this.unindexed.size > 0) this.unindexed.add(unit.seq);
+        if (deferIndex || this.unindexed.size > 0) this.unindexed.add(unit.seq);
         else this.vectorIndex.add(unit.seq, unit.vector);
       }
       if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
@@ -352,9 +352,17 @@ export class UserCorpus {
     return this.layout;
   }
 
+  /**
+   * Whether a search may take its candidates from the graph (plus the units not in it yet): not
+   * while most units are missing from it (a rebuild), which scoring them all handles faster.
+   */
+  private get graphSearchable(): boolean {
+    return this.vectorIndex !== null && this.unindexed.size * 2 <= this.links.size;
+  }
+
   /** Every slot for users scored exhaustively; else the slots of the BM25 and HNSW candidates. */
   private candidateSlots(query: CorpusQuery, weights: RetrievalWeights, layout: SlotLayout): Int32Array {
-    if (this.links.size <= weights.exhaustiveLimit || !this.vectorIndexComplete) {
+    if (this.links.size <= weights.exhaustiveLimit || !this.graphSearchable) {
       const all = new Int32Array(layout.units.length);
       for (let slot = 0; slot < all.length; slot++) all[slot] = slot;
       return all;
@@ -370,8 +378,9 @@ export class UserCorpus {
    * units). Larger ones take the best BM25 and HNSW candidates plus their session neighbours.
    */
   private candidates(query: CorpusQuery, weights: RetrievalWeights): UnitLinks[] {
-    if (this.links.size <= weights.exhaustiveLimit || !this.vectorIndexComplete) return [...this.links.values()];
-    const chosen = new Set<number>();
+    if (this.links.size <= weights.exhaustiveLimit || !this.graphSearchable) return [...this.links.values()];
+    // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
+    const chosen = new Set<number>(this.unindexed);
     for (const text of [query.main, ...query.options]) {
       const lexical = [...this.lexical.score(text.terms)].sort((a, b) => b[1] - a[1]);
       for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);

@@ -60,7 +60,7 @@ describe('BatchingEmbedder', () => {
 
   it("serves callers round-robin by key, so one key's flood does not hold up another's texts", async () => {
     const inner = new RecordingEmbedder();
-    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxInFlight: 1 });
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxInFlight: 1, windowRuns: 1 });
     const flood = embedder.embed(Array.from({ length: 40 }, (_, i) => `flood ${i}`), { key: 'user-a' });
     const other = embedder.embed(['other 0', 'other 1'], { key: 'user-b' });
     const queryA = embedder.embed(Array.from({ length: 6 }, (_, i) => `query a ${i}`), { key: 'user-a', priority: 'query' });
@@ -75,6 +75,33 @@ describe('BatchingEmbedder', () => {
     // Ingest resumes alternating the two keys: user-b's two texts go in the next ingest run.
     expect(inner.calls[3]).toEqual(['flood 4', 'other 0', 'flood 5', 'other 1']);
     expect(at('other 1')).toBeLessThan(at('flood 6'));
+  });
+
+  it('cuts a window of queued ingest texts into runs of similar lengths, queries still first', async () => {
+    const inner = new RecordingEmbedder();
+    // 2 + ceil(length / 3) tokens: 4 short texts (3 tokens) fit a 12-token run, 2 long ones (6) do too.
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 4, maxTokens: 12, windowRuns: 3 });
+    const first = embedder.embed(['s0']);
+    const mixed = ['l1 xxxxxxx', 's1', 'l2 xxxxxxx', 's2', 's3', 's4'];
+    const ingest = embedder.embed(mixed, { key: 'a' });
+    const late = embedder.embed(['s5'], { key: 'b' });
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    const query = embedder.embed(['the query'], { priority: 'query' });
+    const [, vectors] = await Promise.all([first, ingest, late, query]);
+    // The first run had started alone and the query came next; then one window of every ingest
+    // text queued, taken round-robin (user b's text included), shortest first.
+    expect(inner.calls).toEqual([['s0'], ['the query'], ['s5', 's1', 's2', 's3'], ['s4', 'l1 xxxxxxx'], ['l2 xxxxxxx']]);
+    expect(vectors).toEqual(await new HashEmbedder({ dimensions: 16 }).embed(mixed));
+  });
+
+  it('starts the next run before answering the callers of the last one', async () => {
+    const inner = new RecordingEmbedder();
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 1, windowRuns: 1 });
+    const runsWhenAnswered: number[] = [];
+    const first = embedder.embed(['a']).then(() => runsWhenAnswered.push(inner.calls.length));
+    await Promise.all([first, embedder.embed(['b'])]);
+    // The encoder already had 'b' when the caller of 'a' got its vector.
+    expect(runsWhenAnswered).toEqual([2]);
   });
 
   it('keeps up to maxInFlight runs at the inner embedder at once', async () => {
@@ -97,6 +124,26 @@ describe('BatchingEmbedder', () => {
     const results = await Promise.all(Array.from({ length: 5 }, (_, i) => embedder.embed([`text ${i} a`, `text ${i} b`])));
     expect(most).toBe(2);
     expect(results.flat()).toHaveLength(10);
+  });
+
+  it('queues any number of texts per key: a second flood joins the first, every caller gets its vectors', async () => {
+    const instant: Embedder = {
+      modelId: 'instant',
+      dimensions: 1,
+      ready: async () => undefined,
+      close: async () => undefined,
+      embed: async (texts) => texts.map((text) => Float32Array.of(Number(text.split(' ')[1]))),
+    };
+    const embedder = new BatchingEmbedder(instant, { maxTexts: 256 });
+    const flood = (from: number) => Array.from({ length: 150_000 }, (_, i) => `t ${from + i}`);
+    const [first, second, other] = await Promise.all([
+      embedder.embed(flood(0), { key: 'a' }),
+      embedder.embed(flood(150_000), { key: 'a' }),
+      embedder.embed(['t -1'], { key: 'b' }),
+    ]);
+    expect(first.map((vector) => vector[0])).toEqual(flood(0).map((_, i) => i));
+    expect(second[149_999][0]).toBe(299_999);
+    expect(other[0][0]).toBe(-1);
   });
 
   it('fails only the callers of a failed call', async () => {

@@ -189,6 +189,8 @@ describe('MemoryService vector index rebuild', () => {
     await third.indexesReady();
     expect((await third.stats()).per_user[0].index).toMatchObject({ loaded: false, vectors: 31, complete: true });
     await third.addMemory({ userId: 'conv', text: 'a fact after the restart' });
+    // The write's index work follows its acknowledgement (see index-after-ack.test.ts).
+    await third.indexesReady();
     expect((await third.stats()).per_user[0].index).toMatchObject({ loaded: true, vectors: 32, complete: true });
   });
 });

@@ -196,3 +196,32 @@ describe('UserCorpus without an HNSW index', () => {
     expect(corpus.vectors!.size).toBe(3);
   });
 });
+
+describe('UserCorpus with HNSW inserts deferred (a write acknowledged before its graph insert)', () => {
+  /** Past the exhaustive limit, a search takes two candidates from each list. */
+  const graphWeights = resolveWeights({ exhaustiveLimit: 4, candidatePool: 2 });
+  const alone = (seq: number, text: string) => unit(seq, text, { sessionId: `s${seq}` });
+
+  it('scores the units not in the graph yet beside the graph candidates, not every unit', () => {
+    const corpus = corpusWithIndex();
+    corpus.add(Array.from({ length: 12 }, (_, seq) => alone(seq, `plain note ${seq}`)));
+    expect(corpus.vectorIndexComplete).toBe(true);
+    corpus.add([alone(12, 'the violin lesson moved to thursday')], true);
+    expect(corpus.vectorIndexComplete).toBe(false);
+    const violin = query('when is the violin lesson', { main: { terms: analyze('when is the violin lesson'), vector: axis(12) } });
+    const ranked = corpus.search(violin, graphWeights, 100);
+    expect(ranked[0].seq).toBe(12);
+    // Candidates only (two from each list and the deferred unit), not all 13.
+    expect(ranked.length).toBeLessThan(13);
+    expect(corpus.indexPending(64)).toBe(0);
+    expect(corpus.search(violin, graphWeights, 100)[0].seq).toBe(12);
+  });
+
+  it('scores every unit while most are missing from the graph (a rebuild)', () => {
+    const corpus = new UserCorpus();
+    corpus.add(Array.from({ length: 12 }, (_, seq) => alone(seq, `plain note ${seq}`)));
+    corpus.attachVectorIndex(VectorIndex.create(DIM));
+    corpus.indexPending(3);
+    expect(corpus.search(query('plain note'), graphWeights, 100)).toHaveLength(12);
+  });
+});

@@ -1,0 +1,153 @@
+/**
+ * The Add phase of the bench and the bare encoder it is compared with (bench/README.md, "Add"):
+ * shared by `run-bench.ts` and the Add-only `add-bench.ts`.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
+import { cpuMsPer, cpuText } from './cpu-figures.js';
+import { checkAdd, round, runLoad, type LoopbackClient } from './http-load.js';
+import { startCpuWatch, type CpuShare, type ServerProcess } from './server-process.js';
+import { strided, type AddBody } from './workload.js';
+
+/** Concurrent Add clients, as the evaluation platform runs them. */
+export const ADD_CLIENTS = 64;
+
+type Log = (message: string) => void;
+
+interface EncoderRate {
+  messages: number;
+  texts: number;
+  seconds: number;
+  messages_per_s: number;
+  texts_per_s: number;
+  /** CPU the bench process spent per message: unlike messages/s, barely moved by neighbours taking cores. */
+  cpu_ms_per_message: number;
+  cpu: CpuShare;
+}
+
+export interface EncoderRun {
+  /** All texts in one call: the encoder sorts them by length and runs batches of 64 (its best case). */
+  all_at_once: EncoderRate;
+  /** One call per Add's 20 messages, the way the service calls it. */
+  per_add_call: EncoderRate;
+}
+
+/** The texts the service embeds for an Add (its units in "Speaker: text" form). */
+function addTexts(body: AddBody): string[] {
+  return body.messages.flatMap((message) => splitIntoUnits(message.content).map((text) => denseText({ text, role: message.role.trim(), timeMs: message.timestamp })));
+}
+
+export async function measureEncoder(embedder: OnnxEmbedder, bodies: readonly AddBody[], perAddBodies: number, progress: Log): Promise<EncoderRun> {
+  await embedder.ready();
+  // Warm-up on the longest texts too: the first run of each larger shape allocates, and that is not the figure.
+  const byLength = bodies.flatMap(addTexts).sort((a, b) => b.length - a.length);
+  await embedder.embed([...byLength.slice(0, 64), ...byLength.slice(-64)]);
+  const timed = async (subset: readonly AddBody[], run: (texts: string[][]) => Promise<unknown>): Promise<EncoderRate> => {
+    const texts = subset.map(addTexts);
+    const messages = subset.reduce((sum, body) => sum + body.messages.length, 0);
+    const count = texts.reduce((sum, list) => sum + list.length, 0);
+    const cpu = process.cpuUsage();
+    const watch = startCpuWatch(null);
+    const started = performance.now();
+    await run(texts);
+    const seconds = (performance.now() - started) / 1000;
+    const cpuUsed = process.cpuUsage(cpu);
+    const share = watch();
+    return {
+      messages,
+      texts: count,
+      seconds: round(seconds, 2),
+      messages_per_s: round(messages / seconds, 1),
+      texts_per_s: round(count / seconds, 1),
+      cpu_ms_per_message: round((cpuUsed.user + cpuUsed.system) / 1000 / messages, 2),
+      cpu: share,
+    };
+  };
+  progress(`bare encoder (in-process): ${bodies.length} Adds' texts at once, then ${perAddBodies} Adds one call each`);
+  const allAtOnce = await timed(bodies, (texts) => embedder.embed(texts.flat()));
+  const perAddCall = await timed(strided(bodies, perAddBodies), async (texts) => {
+    for (const list of texts) await embedder.embed(list);
+  });
+  progress(`bare encoder: ${allAtOnce.messages_per_s} messages/s all at once, ${perAddCall.messages_per_s} one Add per call (cores: bench ${allAtOnce.cpu.bench_cores}, others ${allAtOnce.cpu.other_cores}; load ${allAtOnce.cpu.load_avg_1m})`);
+  return { all_at_once: allAtOnce, per_add_call: perAddCall };
+}
+
+export function summarizeEncoder(before: EncoderRun, after: EncoderRun) {
+  const runs = [before, after];
+  const mean = (pick: (run: EncoderRun) => number) => round(runs.reduce((sum, run) => sum + pick(run), 0) / runs.length, 1);
+  return {
+    messages_per_s: mean((run) => run.all_at_once.messages_per_s),
+    per_add_call_messages_per_s: mean((run) => run.per_add_call.messages_per_s),
+    cpu_ms_per_message: round(runs.reduce((sum, run) => sum + run.all_at_once.cpu_ms_per_message, 0) / runs.length, 2),
+    per_add_call_cpu_ms_per_message: round(runs.reduce((sum, run) => sum + run.per_add_call.cpu_ms_per_message, 0) / runs.length, 2),
+    note: 'mean of a run before and a run after the Add phase',
+    runs,
+  };
+}
+
+export async function measureAdd(server: ServerProcess, client: LoopbackClient, bodies: readonly AddBody[], progress: Log) {
+  // Two Adds first, to a user of their own: the first inference and JIT warm-up are not the figure.
+  for (const [i, body] of bodies.slice(0, 2).entries()) {
+    const warm = { ...body, request_id: `warm-up-${i}`, user_id: 'bench-warm-up' };
+    const problem = checkAdd(await client.post('/add', JSON.stringify(warm), 120_000));
+    if (problem) throw new Error(`warm-up Add failed: ${problem}`);
+  }
+  progress(`Add: ${bodies.length} requests x 20 messages, ${ADD_CLIENTS} clients`);
+  const cpu = startCpuWatch(server);
+  const threadsBefore = threadCpuSeconds(server.pid);
+  let next = 0;
+  const load = await runLoad({ client, path: '/add', concurrency: ADD_CLIENTS, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
+  const share = cpu();
+  const threads = threadCpuMsPerMessage(threadsBefore, threadCpuSeconds(server.pid), load.ok * 20);
+  const messagesPerS = round((load.ok * 20) / load.elapsed_s, 1);
+  const cpuMsPerMessage = cpuMsPer(share, load.elapsed_s, load.ok * 20);
+  progress(`Add: ${messagesPerS} messages/s, p50 ${load.latency_ms.p50} ms, errors ${load.errors} (${cpuText(share)})`);
+  progress(`Add: server CPU ms per message by thread: ${JSON.stringify(threads)}`);
+  return { load, messages_per_s: messagesPerS, cpu_ms_per_message: cpuMsPerMessage, cpu_ms_per_message_by_thread: threads, cpu: share, rss_mb: server.memory().rss_mb };
+}
+
+/** Linux reports thread CPU time in USER_HZ ticks, 100 a second on every mainstream build. */
+const TICKS_PER_SECOND = 100;
+
+/** CPU seconds of each of a process's threads (/proc/<pid>/task), by thread id, with the thread's name. */
+function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: number }> {
+  const threads = new Map<string, { name: string; seconds: number }>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return threads;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      threads.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND });
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return threads;
+}
+
+/**
+ * Where the server's CPU went, per message, by thread: the main thread (HTTP, scoring, indexes),
+ * the encoder's thread (the busiest worker), the libuv pool (file I/O) and the rest (GC, V8).
+ */
+function threadCpuMsPerMessage(before: Map<string, { name: string; seconds: number }>, after: Map<string, { name: string; seconds: number }>, messages: number) {
+  const used = [...after].map(([tid, thread]) => ({ tid, name: thread.name, seconds: thread.seconds - (before.get(tid)?.seconds ?? 0) }));
+  const main = used.find((thread) => thread.tid === [...after.keys()].sort((a, b) => Number(a) - Number(b))[0]);
+  const pool = used.filter((thread) => thread.name.startsWith('libuv-worker'));
+  const others = used.filter((thread) => thread !== main && !pool.includes(thread));
+  const encoder = others.reduce<(typeof used)[number] | undefined>((best, thread) => (best === undefined || thread.seconds > best.seconds ? thread : best), undefined);
+  const ms = (seconds: number) => round((seconds * 1000) / Math.max(messages, 1), 3);
+  const sum = (list: typeof used) => list.reduce((total, thread) => total + thread.seconds, 0);
+  return {
+    main: ms(main?.seconds ?? 0),
+    encoder: ms(encoder?.seconds ?? 0),
+    file_io_pool: ms(sum(pool)),
+    other_threads: ms(sum(others) - (encoder?.seconds ?? 0)),
+  };
+}

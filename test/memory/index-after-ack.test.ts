@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest';
+import { openService, tempDir } from '../helper.js';
+
+/** Past this many memories a user searches its HNSW graph (plus BM25) instead of scoring every unit. */
+const SMALL_LIMIT = 5;
+
+describe('MemoryService: HNSW inserts after the acknowledgement', () => {
+  it('finds a write at once, fills the index behind it, and saves a complete index at close', async () => {
+    const dataDir = await tempDir();
+    const weights = { exhaustiveLimit: SMALL_LIMIT };
+    const first = await openService({ dataDir, weights });
+    for (let i = 0; i < 10; i++) await first.addMemory({ userId: 'big', text: `ordinary note number ${i} about the garden` });
+    await first.indexesReady();
+    expect((await first.stats()).per_user[0].index).toMatchObject({ loaded: true, vectors: 10, complete: true });
+
+    const added = await first.addMemory({ userId: 'big', text: 'the violin lesson moved to Thursday' });
+    // Searchable on acknowledgement, whether or not its vector has reached the graph yet.
+    const hits = await first.search({ userId: 'big', query: 'violin lesson Thursday', limit: 3 });
+    expect(hits[0].memory.id).toBe(added.id);
+    await first.indexesReady();
+    expect((await first.stats()).per_user[0].index).toMatchObject({ loaded: true, vectors: 11, complete: true });
+
+    // Concurrent writes: every acknowledged one ends up in the graph, none twice.
+    const more = await Promise.all(Array.from({ length: 25 }, (_, i) => first.addMemory({ userId: 'big', text: `concurrent note ${i} on chess openings` })));
+    expect(new Set(more.map((memory) => memory.id)).size).toBe(25);
+    // More units than one slice of the background fill: close waits for the rest before saving.
+    const messages = Array.from({ length: 450 }, (_, i) => ({ role: i % 2 ? 'Melanie' : 'Caroline', content: `bulk message ${i}`, timestamp: 1683554160000 + i }));
+    expect(await first.addConversation({ requestId: 'bulk', userId: 'big', sessionId: 's1', messages })).toEqual({ stored: true, units: 450 });
+    await first.close();
+
+    const second = await openService({ dataDir, weights });
+    await second.indexesReady();
+    // The index saved at close held all 486, so the start read it instead of rebuilding.
+    expect((await second.stats()).per_user[0]).toMatchObject({ count: 486, index: { loaded: true, vectors: 486, complete: true, pending_flush: false } });
+    expect((await second.search({ userId: 'big', query: 'concurrent note 7 chess', limit: 1 }))[0].memory.text).toBe('concurrent note 7 on chess openings');
+  });
+
+  it('builds the index of a user written for the first time after answering, ready for the next start', async () => {
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir });
+    const outcome = await first.addConversation({
+      requestId: 'r1',
+      userId: 'fresh',
+      sessionId: 's1',
+      messages: [{ role: 'Caroline', content: 'I adopted a dog named Max', timestamp: 1683554160000 }],
+    });
+    expect(outcome).toEqual({ stored: true, units: 1 });
+    expect((await first.search({ userId: 'fresh', query: 'dog name', limit: 1 }))[0].memory.text).toBe('I adopted a dog named Max');
+    await first.flushIndexes();
+    expect((await first.stats()).per_user[0].index).toMatchObject({ loaded: true, vectors: 1, complete: true, pending_flush: false });
+  });
+});
