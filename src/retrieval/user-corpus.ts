@@ -508,8 +508,11 @@ export class UserCorpus {
     const count = candidates.length;
     const dense = new Float64Array(count);
     if (weights.denseWeight > 0) {
-      // q·v per slot, computed once: a unit's own and as its next unit's previous.
-      const queryDot = new Float64Array(layout.units.length).fill(Number.NaN);
+      // q·v per slot, computed once: a unit's own and as its next unit's previous. Scored
+      // exhaustively, every slot is a candidate: all of them at once, two vectors per pass.
+      const queryDot = new Float64Array(layout.units.length);
+      if (count === layout.units.length) dotsInto(vector, layout.units, queryDot);
+      else queryDot.fill(Number.NaN);
       const dotOf = (slot: number): number => {
         let value = queryDot[slot];
         if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector);
@@ -561,6 +564,38 @@ export class UserCorpus {
 
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
+}
+
+/**
+ * q·v for every unit into `out`, two units per pass over q: each sum still adds its products in
+ * order (the bits of `dot`), and the two independent sums keep the core busier than one.
+ */
+function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float64Array): void {
+  let k = 0;
+  for (; k + 1 < units.length; k += 2) {
+    const a = units[k].vector;
+    const b = units[k + 1].vector;
+    const n = Math.min(query.length, a.length, b.length);
+    if (a.length !== n || b.length !== n) break;
+    let sumA = 0;
+    let sumB = 0;
+    let i = 0;
+    for (; i + 1 < n; i += 2) {
+      const x = query[i];
+      const y = query[i + 1];
+      sumA += x * a[i];
+      sumB += x * b[i];
+      sumA += y * a[i + 1];
+      sumB += y * b[i + 1];
+    }
+    if (i < n) {
+      sumA += query[i] * a[i];
+      sumB += query[i] * b[i];
+    }
+    out[k] = sumA;
+    out[k + 1] = sumB;
+  }
+  for (; k < units.length; k++) out[k] = dot(query, units[k].vector);
 }
 
 /**
