@@ -2,12 +2,15 @@ import { Bm25Index } from './bm25-index.js';
 import {
   contextCosine,
   decayMultiplier,
-  importanceMultiplier,
+  fuseColumnsAt,
   fuseScore,
+  importanceMultiplier,
   minMaxNormalize,
+  partsAt,
   tagBoost,
   withNeighbours,
-  type FusedParts,
+  type FusedColumns,
+  type FusedPartName,
   type ScoreExplanation,
   type ScoreTerm,
 } from './fuse-scores.js';
@@ -88,19 +91,12 @@ interface VectorFreeScores {
   terms: UnitTerms;
 }
 
-/** The terms of the fused score that depend on the unit and the query's cues only, per candidate. */
-interface UnitTerms {
+/** The parts of the fused score that depend on the unit and the query's cues only, per candidate. */
+type CueColumns = { [K in Exclude<FusedPartName, 'dense' | 'bm25' | 'options' | 'neighbours'>]: Float64Array };
+
+interface UnitTerms extends CueColumns {
   /** 0 for a candidate the query's filter drops. */
   kept: Uint8Array;
-  speaker: Float64Array;
-  role: Float64Array;
-  tags: Float64Array;
-  timeCue: Float64Array;
-  period: Float64Array;
-  eventPeriod: Float64Array;
-  questionTurn: Float64Array;
-  importance: Float64Array;
-  decay: Float64Array;
 }
 
 export interface RankedUnit {
@@ -316,36 +312,26 @@ export class UserCorpus {
     const base = new Float64Array(count);
     for (let i = 0; i < count; i++) base[i] = mainDense[i] + mainLexical[i] + optionShare[i];
 
-    const parts = {} as FusedParts;
-    const fillParts = (i: number): FusedParts => {
+    const neighbours = new Float64Array(count);
+    for (let i = 0; i < count; i++) {
       const slot = candidates[i];
       const previousTurn = layout.previousTurn[slot] >= 0 ? position[layout.previousTurn[slot]] : -1;
       const nextTurn = layout.nextTurn[slot] >= 0 ? position[layout.nextTurn[slot]] : -1;
-      parts.dense = mainDense[i];
-      parts.bm25 = mainLexical[i];
-      parts.options = optionShare[i];
-      parts.neighbours = withNeighbours(0, previousTurn >= 0 ? base[previousTurn] : undefined, nextTurn >= 0 ? base[nextTurn] : undefined, weights.neighbourWeight);
-      parts.speaker = terms.speaker[i];
-      parts.role = terms.role[i];
-      parts.tags = terms.tags[i];
-      parts.timeCue = terms.timeCue[i];
-      parts.period = terms.period[i];
-      parts.eventPeriod = terms.eventPeriod[i];
-      parts.questionTurn = terms.questionTurn[i];
-      parts.importance = terms.importance[i];
-      parts.decay = terms.decay[i];
-      return parts;
-    };
+      neighbours[i] = withNeighbours(0, previousTurn >= 0 ? base[previousTurn] : undefined, nextTurn >= 0 ? base[nextTurn] : undefined, weights.neighbourWeight);
+    }
+    const columns: FusedColumns = { ...terms, dense: mainDense, bm25: mainLexical, options: optionShare, neighbours };
 
     const score = new Float64Array(count);
+    const seqs = new Float64Array(count);
     const order = new Uint32Array(count);
     let kept = 0;
     for (let i = 0; i < count; i++) {
       if (terms.kept[i] === 0) continue;
-      score[i] = fuseScore(fillParts(i));
+      score[i] = fuseColumnsAt(columns, i);
+      seqs[i] = layout.units[candidates[i]].seq;
       order[kept++] = i;
     }
-    const ranked = order.subarray(0, kept).sort((a, b) => score[b] - score[a] || layout.units[candidates[b]].seq - layout.units[candidates[a]].seq);
+    const ranked = order.subarray(0, kept).sort((a, b) => score[b] - score[a] || seqs[b] - seqs[a]);
 
     // One result per message, its best part: the parts of one long message would otherwise crowd
     // the top of the list with one turn, and a result stands for the turn it comes from.
@@ -358,14 +344,14 @@ export class UserCorpus {
         if (seenMessage[message] === 1) continue;
         seenMessage[message] = 1;
       }
-      const seq = layout.units[candidates[i]].seq;
+      const seq = seqs[i];
       if (!query.explain) {
         out.push({ seq, score: score[i] });
         continue;
       }
-      // The same pure computation again, this time listing its terms: it cannot differ.
+      // fuseScore's own computation, this time listing its terms: fuseColumnsAt repeats it exactly.
       const explainedTerms: ScoreTerm[] = [];
-      const explained = fuseScore(fillParts(i), explainedTerms);
+      const explained = fuseScore(partsAt(columns, i), explainedTerms);
       out.push({ seq, score: explained, explanation: { score: explained, terms: explainedTerms } });
     }
     return out;
@@ -382,7 +368,7 @@ export class UserCorpus {
   private unitTerms(query: CorpusQuery<QueryText>, weights: RetrievalWeights, layout: SlotLayout, candidates: Int32Array): UnitTerms {
     const count = candidates.length;
     const terms: UnitTerms = {
-      kept: new Uint8Array(count),
+      kept: new Uint8Array(count).fill(1),
       speaker: new Float64Array(count),
       role: new Float64Array(count),
       tags: new Float64Array(count),
@@ -393,16 +379,20 @@ export class UserCorpus {
       importance: new Float64Array(count),
       decay: new Float64Array(count),
     };
+    // A cue the query lacks leaves its column at 0 for every unit: only the present ones loop.
+    const { speaker, role, period, wantedTags, filter } = query;
     for (let i = 0; i < count; i++) {
       const unit = layout.units[candidates[i]];
-      terms.kept[i] = !query.filter || query.filter(unit.seq) ? 1 : 0;
-      terms.speaker[i] = query.speaker !== null && unit.speaker === query.speaker ? weights.speakerBoost : 0;
-      terms.role[i] = query.role && unit.speaker === query.role ? weights.roleBoost : 0;
-      terms.tags[i] = tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
-      terms.timeCue[i] = query.whenQuestion && unit.hasTimeExpression ? weights.timeCueBoost : 0;
-      terms.period[i] = query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs ? weights.periodBoost : 0;
-      terms.eventPeriod[i] = query.period && unit.eventPeriod && periodsOverlap(unit.eventPeriod, query.period) ? weights.eventPeriodBoost : 0;
-      terms.questionTurn[i] = unit.isQuestion ? -weights.questionTurnPenalty : 0;
+      if (filter && !filter(unit.seq)) terms.kept[i] = 0;
+      if (speaker !== null && unit.speaker === speaker) terms.speaker[i] = weights.speakerBoost;
+      if (role && unit.speaker === role) terms.role[i] = weights.roleBoost;
+      if (unit.tags.length > 0) terms.tags[i] = tagBoost(unit.tags, wantedTags, weights.tagBoost);
+      if (query.whenQuestion && unit.hasTimeExpression) terms.timeCue[i] = weights.timeCueBoost;
+      if (period) {
+        if (unit.timeMs >= period.startMs && unit.timeMs < period.endMs) terms.period[i] = weights.periodBoost;
+        if (unit.eventPeriod && periodsOverlap(unit.eventPeriod, period)) terms.eventPeriod[i] = weights.eventPeriodBoost;
+      }
+      if (unit.isQuestion) terms.questionTurn[i] = -weights.questionTurnPenalty;
       terms.importance[i] = importanceMultiplier(unit.importance, weights.importanceWeight);
       terms.decay[i] = decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
     }
