@@ -222,15 +222,22 @@ export class MemoryService {
   async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
     const request = boundSearchRequest(unbounded);
     return this.track(async () => {
-      const state = await this.existingUser(request.userId);
-      if (!state || state.records.size === 0) return [];
-      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
-      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
-      // The encoder starts first; the vector-free half of the scoring runs on this thread meanwhile.
-      const encoding = this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
-      encoding.catch(() => undefined);
+      const encode = () => {
+        const vectors = this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
+        vectors.catch(() => undefined);
+        return vectors;
+      };
+      // The encoder works while this thread does the rest. For a user held here with memories it
+      // starts even before the freshness check (with PostgreSQL, a round trip); any other user is
+      // checked first, so that searching an unknown user costs no encoder time.
+      let encoding = (this.cache.peek(request.userId)?.records.size ?? 0) > 0 ? encode() : null;
+      const state = await this.existingUser(request.userId);
+      if (!state || state.records.size === 0) return [];
+      encoding ??= encode();
+      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
+      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const queryTexts: QueryText[] = texts.map((text) => ({ terms: analyze(text) }));
       const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
       if (request.tag) wantedTags.add(request.tag.toLowerCase());
