@@ -24,6 +24,8 @@ export class WorkerEmbedder implements Embedder {
   private readonly options: OnnxEmbedderOptions;
   private worker: Worker | null = null;
   private loaded: Promise<void> | null = null;
+  /** The current worker has loaded its model. */
+  private isLoaded = false;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
@@ -43,7 +45,9 @@ export class WorkerEmbedder implements Embedder {
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
-    await this.ready();
+    // Posted in this very call once the model is up (no await before it): a Search scores its
+    // vector-free half while the thread encodes, and that overlap needs the text sent first.
+    if (!this.isLoaded) await this.ready();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { count: texts.length, resolve, reject });
@@ -56,6 +60,7 @@ export class WorkerEmbedder implements Embedder {
     this.closed = true;
     const worker = this.worker;
     this.worker = null;
+    this.isLoaded = false;
     if (worker) await worker.terminate();
   }
 
@@ -68,8 +73,12 @@ export class WorkerEmbedder implements Embedder {
     this.loaded = new Promise<void>((resolve, reject) => {
       const onMessage = (message: { id: number; ready?: boolean; error?: string; vectors?: Float32Array }) => {
         if (message.id === 0) {
-          if (message.ready) resolve();
-          else reject(createError('EMBEDDER_UNAVAILABLE', message.error ?? 'The embedder failed to load'));
+          if (!message.ready) {
+            reject(createError('EMBEDDER_UNAVAILABLE', message.error ?? 'The embedder failed to load'));
+            return;
+          }
+          if (this.worker === worker) this.isLoaded = true;
+          resolve();
           return;
         }
         const call = this.pending.get(message.id);
@@ -84,7 +93,10 @@ export class WorkerEmbedder implements Embedder {
         call.resolve(vectors);
       };
       const onExit = (code: number) => {
-        if (this.worker === worker) this.worker = null;
+        if (this.worker === worker) {
+          this.worker = null;
+          this.isLoaded = false;
+        }
         const error = createError('EMBEDDER_UNAVAILABLE', `The embedder thread stopped (exit code ${code})`);
         reject(error);
         for (const call of this.pending.values()) call.reject(error);

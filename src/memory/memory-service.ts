@@ -7,7 +7,7 @@ import { analyze } from '../retrieval/analyzer.js';
 import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
 import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
-import type { PreparedText } from '../retrieval/user-corpus.js';
+import type { QueryText } from '../retrieval/user-corpus.js';
 import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
 import { PostgresStore } from '../store/postgres-store.js';
@@ -264,21 +264,30 @@ export class MemoryService {
   async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
     const request = boundSearchRequest(unbounded);
     return this.track(async () => {
-      const state = await this.existingUser(request.userId);
-      if (!state || state.records.size === 0) return [];
-      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
-      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
       const texts = [request.query.trim() || request.query, ...options];
-      const vectors = await this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
-      const prepared: PreparedText[] = texts.map((text, i) => ({ terms: analyze(text), vector: vectors[i] }));
+      const encode = () => {
+        const vectors = this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
+        vectors.catch(() => undefined);
+        return vectors;
+      };
+      // The encoder works while this thread does the rest. For a user held here with memories it
+      // starts even before the freshness check (with PostgreSQL, a round trip); any other user is
+      // checked first, so that searching an unknown user costs no encoder time.
+      let encoding = (this.cache.peek(request.userId)?.records.size ?? 0) > 0 ? encode() : null;
+      const state = await this.existingUser(request.userId);
+      if (!state || state.records.size === 0) return [];
+      encoding ??= encode();
+      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
+      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
+      const queryTexts: QueryText[] = texts.map((text) => ({ terms: analyze(text) }));
       const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
       if (request.tag) wantedTags.add(request.tag.toLowerCase());
       const tag = request.tag;
-      const ranked = state.corpus.search(
+      const prepared = state.corpus.prepare(
         {
-          main: prepared[0],
-          options: prepared.slice(1),
+          main: queryTexts[0],
+          options: queryTexts.slice(1),
           speaker: namedSpeaker(request.query, state.corpus.speakers),
           role: addressedRole(request.query, state.corpus.speakers),
           wantedTags,
@@ -288,8 +297,9 @@ export class MemoryService {
           explain: request.explain === true,
         },
         weights,
-        request.limit,
       );
+      // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
+      const ranked = state.corpus.rank(prepared, await encoding, request.limit);
       const hits: SearchHit[] = [];
       for (const { seq, score, explanation } of ranked) {
         const record = state.bySeq.get(seq);

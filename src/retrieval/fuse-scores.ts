@@ -150,6 +150,39 @@ export function fuseScore(parts: Readonly<FusedParts>, terms?: ScoreTerm[]): num
   return score;
 }
 
+/** Every part of many units' fused scores, one array per part, all indexed alike. */
+export type FusedColumns = { readonly [K in FusedPartName]: ArrayLike<number> };
+
+/**
+ * `fuseScore` of unit `i`, its parts read from columns: the same additions and multiplications
+ * in the same order, hence the same bits, without filling a parts object per unit.
+ */
+export function fuseColumnsAt(columns: FusedColumns, i: number): number {
+  let score = 0;
+  score += columns.dense[i];
+  score += columns.bm25[i];
+  score += columns.options[i];
+  score += columns.neighbours[i];
+  score += columns.speaker[i];
+  score += columns.role[i];
+  score += columns.tags[i];
+  score += columns.timeCue[i];
+  score += columns.period[i];
+  score += columns.eventPeriod[i];
+  score += columns.questionTurn[i];
+  score *= columns.importance[i];
+  score *= columns.decay[i];
+  return score;
+}
+
+/** Unit `i`'s parts as `fuseScore` takes them (to explain a score). */
+export function partsAt(columns: FusedColumns, i: number): FusedParts {
+  const parts = {} as FusedParts;
+  for (const term of ADDED_PARTS) parts[term] = columns[term][i];
+  for (const term of MULTIPLIED_PARTS) parts[term] = columns[term][i];
+  return parts;
+}
+
 /** Replays an explanation's terms from 0: equals the score they explain. */
 export function applyTerms(terms: readonly ScoreTerm[]): number {
   let score = 0;

@@ -2,13 +2,16 @@ import { Bm25Index } from './bm25-index.js';
 import {
   contextCosine,
   decayMultiplier,
-  importanceMultiplier,
+  fuseColumnsAt,
   fuseScore,
+  importanceMultiplier,
   minMaxNormalize,
+  partsAt,
   tagBoost,
   timeCue,
   withNeighbours,
-  type FusedParts,
+  type FusedColumns,
+  type FusedPartName,
   type ScoreExplanation,
   type ScoreTerm,
 } from './fuse-scores.js';
@@ -38,16 +41,21 @@ export interface CorpusUnit {
   isQuestion: boolean;
 }
 
-/** A query made ready for scoring: its terms and its vector. */
-export interface PreparedText {
+/** A query text as analysed: its index terms. */
+export interface QueryText {
   terms: readonly string[];
+}
+
+/** A query made ready for scoring: its terms and its vector. */
+export interface PreparedText extends QueryText {
   vector: Float32Array;
 }
 
-export interface CorpusQuery {
-  main: PreparedText;
+/** A query; `T` is `QueryText` before the encoder has given its vectors (see `prepare`). */
+export interface CorpusQuery<T extends QueryText = PreparedText> {
+  main: T;
   /** Extra queries (multiple-choice answers) fused into the main one. */
-  options: readonly PreparedText[];
+  options: readonly T[];
   /** Lowercased speaker the query names, if exactly one known speaker. */
   speaker: string | null;
   /** Lowercased generic role (user, assistant) the query is about, if any. */
@@ -60,6 +68,36 @@ export interface CorpusQuery {
   filter?: (seq: number) => boolean;
   /** Return each unit's score broken into its terms (costs nothing when off). */
   explain?: boolean;
+}
+
+/**
+ * The part of a search that needs no vector, done by `prepare` while the encoder works: the
+ * candidates, each text's lexical share and every term of the fused score but the dense ones.
+ * `rank` redoes it when the corpus changed in between (its layout is then another object).
+ */
+export interface PreparedSearch {
+  readonly query: CorpusQuery<QueryText>;
+  readonly weights: RetrievalWeights;
+  readonly layout: SlotLayout;
+  /** Null when the candidates come from the HNSW index, which needs the vectors. */
+  readonly scored: VectorFreeScores | null;
+}
+
+interface VectorFreeScores {
+  candidates: Int32Array;
+  /** Position of each slot among the candidates, -1 when not one: a neighbour outside them shares nothing. */
+  position: Int32Array;
+  /** (1 − denseWeight) · norm(bm25) per candidate: the main text's, then each option's. */
+  lexical: Float64Array[];
+  terms: UnitTerms;
+}
+
+/** The parts of the fused score that depend on the unit and the query's cues only, per candidate. */
+type CueColumns = { [K in Exclude<FusedPartName, 'dense' | 'bm25' | 'options' | 'neighbours'>]: Float64Array };
+
+interface UnitTerms extends CueColumns {
+  /** 0 for a candidate the query's filter drops. */
+  kept: Uint8Array;
 }
 
 export interface RankedUnit {
@@ -234,58 +272,69 @@ export class UserCorpus {
    * Scoring works on typed arrays indexed by slot (see `layout`): no per-request Map, no string.
    */
   search(query: CorpusQuery, weights: RetrievalWeights, limit: number): RankedUnit[] {
-    if (this.links.size === 0 || limit <= 0) return [];
-    const layout = this.currentLayout();
-    const candidates = this.candidateSlots(query, weights, layout);
-    const count = candidates.length;
-    // Position of each slot among the candidates, -1 when not one: a neighbour outside them shares nothing.
-    const position = new Int32Array(layout.units.length).fill(-1);
-    for (let i = 0; i < count; i++) position[candidates[i]] = i;
+    return this.rank(this.prepare(query, weights), [query.main.vector, ...query.options.map((option) => option.vector)], limit);
+  }
 
-    const main = this.baseShares(query.main, candidates, position, weights, layout);
+  /**
+   * Everything of a search that needs no vector (BM25, the cues' terms), so that a caller can
+   * do it while the encoder computes the query's vectors, then call `rank`.
+   */
+  prepare(query: CorpusQuery<QueryText>, weights: RetrievalWeights): PreparedSearch {
+    const layout = this.currentLayout();
+    if (!this.scoredExhaustively(weights)) return { query, weights, layout, scored: null };
+    const candidates = new Int32Array(layout.units.length);
+    for (let slot = 0; slot < candidates.length; slot++) candidates[slot] = slot;
+    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, candidates) };
+  }
+
+  /** Ranks a prepared search given the vectors of its texts (the main one, then the options). */
+  rank(prepared: PreparedSearch, vectors: readonly Float32Array[], limit: number): RankedUnit[] {
+    if (this.links.size === 0 || limit <= 0) return [];
+    const { query, weights } = prepared;
+    const layout = this.currentLayout();
+    let scored = prepared.layout === layout ? prepared.scored : null;
+    if (scored === null) {
+      const candidates = this.candidateSlots(query, vectors, weights, layout);
+      scored = this.vectorFreeScores(query, weights, layout, candidates);
+    }
+    const { candidates, position, lexical, terms } = scored;
+    const count = candidates.length;
+
+    const mainDense = this.denseShares(vectors[0], candidates, weights, layout);
     const optionShare = new Float64Array(count);
     if (query.options.length > 0 && weights.optionWeight > 0) {
-      for (const option of query.options) {
-        const shares = this.baseShares(option, candidates, position, weights, layout);
-        for (let i = 0; i < count; i++) optionShare[i] = Math.max(optionShare[i], shares.dense[i] + shares.lexical[i]);
+      for (let o = 0; o < query.options.length; o++) {
+        const dense = this.denseShares(vectors[o + 1], candidates, weights, layout);
+        const optionLexical = lexical[o + 1];
+        for (let i = 0; i < count; i++) optionShare[i] = Math.max(optionShare[i], dense[i] + optionLexical[i]);
       }
       for (let i = 0; i < count; i++) optionShare[i] *= weights.optionWeight;
     }
+    const mainLexical = lexical[0];
     // The base score (what neighbours share) is the first three terms, summed as fuseScore sums them.
     const base = new Float64Array(count);
-    for (let i = 0; i < count; i++) base[i] = main.dense[i] + main.lexical[i] + optionShare[i];
+    for (let i = 0; i < count; i++) base[i] = mainDense[i] + mainLexical[i] + optionShare[i];
 
-    const parts = {} as FusedParts;
-    const fillParts = (i: number): FusedParts => {
+    const neighbours = new Float64Array(count);
+    for (let i = 0; i < count; i++) {
       const slot = candidates[i];
-      const unit = layout.units[slot];
       const previousTurn = layout.previousTurn[slot] >= 0 ? position[layout.previousTurn[slot]] : -1;
       const nextTurn = layout.nextTurn[slot] >= 0 ? position[layout.nextTurn[slot]] : -1;
-      parts.dense = main.dense[i];
-      parts.bm25 = main.lexical[i];
-      parts.options = optionShare[i];
-      parts.neighbours = withNeighbours(0, previousTurn >= 0 ? base[previousTurn] : undefined, nextTurn >= 0 ? base[nextTurn] : undefined, weights.neighbourWeight);
-      parts.speaker = query.speaker !== null && unit.speaker === query.speaker ? weights.speakerBoost : 0;
-      parts.role = query.role && unit.speaker === query.role ? weights.roleBoost : 0;
-      parts.tags = tagBoost(unit.tags, query.wantedTags, weights.tagBoost);
-      parts.timeCue = timeCue(query.whenQuestion, unit.hasTimeExpression, layout.catchUpTurn[slot] === 1, weights);
-      parts.period = query.period && unit.timeMs >= query.period.startMs && unit.timeMs < query.period.endMs ? weights.periodBoost : 0;
-      parts.eventPeriod = query.period && unit.eventPeriod && periodsOverlap(unit.eventPeriod, query.period) ? weights.eventPeriodBoost : 0;
-      parts.questionTurn = unit.isQuestion ? -weights.questionTurnPenalty : 0;
-      parts.importance = importanceMultiplier(unit.importance, weights.importanceWeight);
-      parts.decay = decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
-      return parts;
-    };
+      neighbours[i] = withNeighbours(0, previousTurn >= 0 ? base[previousTurn] : undefined, nextTurn >= 0 ? base[nextTurn] : undefined, weights.neighbourWeight);
+    }
+    const columns: FusedColumns = { ...terms, dense: mainDense, bm25: mainLexical, options: optionShare, neighbours };
 
     const score = new Float64Array(count);
+    const seqs = new Float64Array(count);
     const order = new Uint32Array(count);
     let kept = 0;
     for (let i = 0; i < count; i++) {
-      if (query.filter && !query.filter(layout.units[candidates[i]].seq)) continue;
-      score[i] = fuseScore(fillParts(i));
+      if (terms.kept[i] === 0) continue;
+      score[i] = fuseColumnsAt(columns, i);
+      seqs[i] = layout.units[candidates[i]].seq;
       order[kept++] = i;
     }
-    const ranked = order.subarray(0, kept).sort((a, b) => score[b] - score[a] || layout.units[candidates[b]].seq - layout.units[candidates[a]].seq);
+    const ranked = order.subarray(0, kept).sort((a, b) => score[b] - score[a] || seqs[b] - seqs[a]);
 
     // One result per message, its best part: the parts of one long message would otherwise crowd
     // the top of the list with one turn, and a result stands for the turn it comes from.
@@ -298,17 +347,59 @@ export class UserCorpus {
         if (seenMessage[message] === 1) continue;
         seenMessage[message] = 1;
       }
-      const seq = layout.units[candidates[i]].seq;
+      const seq = seqs[i];
       if (!query.explain) {
         out.push({ seq, score: score[i] });
         continue;
       }
-      // The same pure computation again, this time listing its terms: it cannot differ.
-      const terms: ScoreTerm[] = [];
-      const explained = fuseScore(fillParts(i), terms);
-      out.push({ seq, score: explained, explanation: { score: explained, terms } });
+      // fuseScore's own computation, this time listing its terms: fuseColumnsAt repeats it exactly.
+      const explainedTerms: ScoreTerm[] = [];
+      const explained = fuseScore(partsAt(columns, i), explainedTerms);
+      out.push({ seq, score: explained, explanation: { score: explained, terms: explainedTerms } });
     }
     return out;
+  }
+
+  /** The candidates' lexical shares and vector-free terms (see `PreparedSearch`). */
+  private vectorFreeScores(query: CorpusQuery<QueryText>, weights: RetrievalWeights, layout: SlotLayout, candidates: Int32Array): VectorFreeScores {
+    const position = new Int32Array(layout.units.length).fill(-1);
+    for (let i = 0; i < candidates.length; i++) position[candidates[i]] = i;
+    const lexical = [query.main, ...query.options].map((text) => this.lexicalShares(text, candidates, position, weights, layout));
+    return { candidates, position, lexical, terms: this.unitTerms(query, weights, layout, candidates) };
+  }
+
+  private unitTerms(query: CorpusQuery<QueryText>, weights: RetrievalWeights, layout: SlotLayout, candidates: Int32Array): UnitTerms {
+    const count = candidates.length;
+    const terms: UnitTerms = {
+      kept: new Uint8Array(count).fill(1),
+      speaker: new Float64Array(count),
+      role: new Float64Array(count),
+      tags: new Float64Array(count),
+      timeCue: new Float64Array(count),
+      period: new Float64Array(count),
+      eventPeriod: new Float64Array(count),
+      questionTurn: new Float64Array(count),
+      importance: new Float64Array(count),
+      decay: new Float64Array(count),
+    };
+    // A cue the query lacks leaves its column at 0 for every unit: only the present ones loop.
+    const { speaker, role, period, wantedTags, filter } = query;
+    for (let i = 0; i < count; i++) {
+      const unit = layout.units[candidates[i]];
+      if (filter && !filter(unit.seq)) terms.kept[i] = 0;
+      if (speaker !== null && unit.speaker === speaker) terms.speaker[i] = weights.speakerBoost;
+      if (role && unit.speaker === role) terms.role[i] = weights.roleBoost;
+      if (unit.tags.length > 0) terms.tags[i] = tagBoost(unit.tags, wantedTags, weights.tagBoost);
+      if (query.whenQuestion && unit.hasTimeExpression) terms.timeCue[i] = timeCue(true, true, layout.catchUpTurn[candidates[i]] === 1, weights);
+      if (period) {
+        if (unit.timeMs >= period.startMs && unit.timeMs < period.endMs) terms.period[i] = weights.periodBoost;
+        if (unit.eventPeriod && periodsOverlap(unit.eventPeriod, period)) terms.eventPeriod[i] = weights.eventPeriodBoost;
+      }
+      if (unit.isQuestion) terms.questionTurn[i] = -weights.questionTurnPenalty;
+      terms.importance[i] = importanceMultiplier(unit.importance, weights.importanceWeight);
+      terms.decay[i] = decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
+    }
+    return terms;
   }
 
   /** The slot layout of the units, rebuilt after a change (adds and removes are rare next to searches). */
@@ -360,14 +451,19 @@ export class UserCorpus {
     return this.vectorIndex !== null && this.unindexed.size * 2 <= this.links.size;
   }
 
+  /** Small users are scored exhaustively; larger ones once their HNSW index can give the candidates. */
+  private scoredExhaustively(weights: RetrievalWeights): boolean {
+    return this.links.size <= weights.exhaustiveLimit || !this.graphSearchable;
+  }
+
   /** Every slot for users scored exhaustively; else the slots of the BM25 and HNSW candidates. */
-  private candidateSlots(query: CorpusQuery, weights: RetrievalWeights, layout: SlotLayout): Int32Array {
-    if (this.links.size <= weights.exhaustiveLimit || !this.graphSearchable) {
+  private candidateSlots(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
+    if (this.scoredExhaustively(weights)) {
       const all = new Int32Array(layout.units.length);
       for (let slot = 0; slot < all.length; slot++) all[slot] = slot;
       return all;
     }
-    const links = this.candidates(query, weights);
+    const links = this.candidates(query, vectors, weights);
     const slots = new Int32Array(links.length);
     for (let i = 0; i < links.length; i++) slots[i] = layout.slotOfSeq.get(links[i].unit.seq)!;
     return slots;
@@ -377,15 +473,15 @@ export class UserCorpus {
    * Small users are scored exhaustively (exact, and under a millisecond at a few thousand
    * units). Larger ones take the best BM25 and HNSW candidates plus their session neighbours.
    */
-  private candidates(query: CorpusQuery, weights: RetrievalWeights): UnitLinks[] {
-    if (this.links.size <= weights.exhaustiveLimit || !this.graphSearchable) return [...this.links.values()];
+  private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights): UnitLinks[] {
+    if (this.scoredExhaustively(weights)) return [...this.links.values()];
     // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
     const chosen = new Set<number>(this.unindexed);
-    for (const text of [query.main, ...query.options]) {
+    [query.main, ...query.options].forEach((text, t) => {
       const lexical = [...this.lexical.score(text.terms)].sort((a, b) => b[1] - a[1]);
       for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);
-      for (const hit of this.vectorIndex!.search(text.vector, weights.candidatePool)) chosen.add(hit.label);
-    }
+      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool)) chosen.add(hit.label);
+    });
     const withNeighbourSeqs = new Set(chosen);
     for (const seq of chosen) {
       const link = this.links.get(seq);
@@ -399,17 +495,9 @@ export class UserCorpus {
     return out;
   }
 
-  /** The two weighted halves of a text's base score per candidate: denseWeight · norm(dense) and (1 − denseWeight) · norm(bm25). */
-  private baseShares(
-    text: PreparedText,
-    candidates: Int32Array,
-    position: Int32Array,
-    weights: RetrievalWeights,
-    layout: SlotLayout,
-  ): { dense: Float64Array; lexical: Float64Array } {
-    const count = candidates.length;
-    const lexical = new Float64Array(count);
-    const dense = new Float64Array(count);
+  /** A text's lexical half of the base score per candidate: (1 − denseWeight) · norm(bm25). */
+  private lexicalShares(text: QueryText, candidates: Int32Array, position: Int32Array, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
+    const lexical = new Float64Array(candidates.length);
     if (weights.denseWeight < 1) {
       this.lexical.forEachScore(text.terms, (seq, termScore) => {
         const slot = layout.slotOfSeq.get(seq);
@@ -417,12 +505,24 @@ export class UserCorpus {
         if (i >= 0) lexical[i] += termScore;
       });
     }
+    const lexicalNorm = minMaxNormalize(lexical);
+    for (let i = 0; i < lexical.length; i++) lexical[i] = (1 - weights.denseWeight) * lexicalNorm[i];
+    return lexical;
+  }
+
+  /** A text's dense half of the base score per candidate: denseWeight · norm(dense). */
+  private denseShares(vector: Float32Array, candidates: Int32Array, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
+    const count = candidates.length;
+    const dense = new Float64Array(count);
     if (weights.denseWeight > 0) {
-      // q·v per slot, computed once: a unit's own and as its next unit's previous.
-      const queryDot = new Float64Array(layout.units.length).fill(Number.NaN);
+      // q·v per slot, computed once: a unit's own and as its next unit's previous. Scored
+      // exhaustively, every slot is a candidate: all of them at once, two vectors per pass.
+      const queryDot = new Float64Array(layout.units.length);
+      if (count === layout.units.length) dotsInto(vector, layout.units, queryDot);
+      else queryDot.fill(Number.NaN);
       const dotOf = (slot: number): number => {
         let value = queryDot[slot];
-        if (Number.isNaN(value)) queryDot[slot] = value = dot(text.vector, layout.units[slot].vector);
+        if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector);
         return value;
       };
       for (let i = 0; i < count; i++) {
@@ -437,13 +537,9 @@ export class UserCorpus {
         );
       }
     }
-    const lexicalNorm = minMaxNormalize(lexical);
     const denseNorm = minMaxNormalize(dense);
-    for (let i = 0; i < count; i++) {
-      dense[i] = weights.denseWeight * denseNorm[i];
-      lexical[i] = (1 - weights.denseWeight) * lexicalNorm[i];
-    }
-    return { dense, lexical };
+    for (let i = 0; i < count; i++) dense[i] = weights.denseWeight * denseNorm[i];
+    return dense;
   }
 
   private relink(sessionId: string): void {
@@ -477,9 +573,53 @@ function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
 }
 
+/**
+ * q·v for every unit into `out`, two units per pass over q: each sum still adds its products in
+ * order (the bits of `dot`), and the two independent sums keep the core busier than one.
+ */
+function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float64Array): void {
+  let k = 0;
+  for (; k + 1 < units.length; k += 2) {
+    const a = units[k].vector;
+    const b = units[k + 1].vector;
+    const n = Math.min(query.length, a.length, b.length);
+    if (a.length !== n || b.length !== n) break;
+    let sumA = 0;
+    let sumB = 0;
+    let i = 0;
+    for (; i + 1 < n; i += 2) {
+      const x = query[i];
+      const y = query[i + 1];
+      sumA += x * a[i];
+      sumB += x * b[i];
+      sumA += y * a[i + 1];
+      sumB += y * b[i + 1];
+    }
+    if (i < n) {
+      sumA += query[i] * a[i];
+      sumB += query[i] * b[i];
+    }
+    out[k] = sumA;
+    out[k + 1] = sumB;
+  }
+  for (; k < units.length; k++) out[k] = dot(query, units[k].vector);
+}
+
+/**
+ * Unrolled by four with one accumulator: the same additions in the same order as a plain loop
+ * (so the same bits), in about half the time; scoring a 700-unit user is mostly these.
+ */
 function dot(a: Float32Array, b: Float32Array): number {
   let sum = 0;
   const n = Math.min(a.length, b.length);
-  for (let i = 0; i < n; i++) sum += a[i] * b[i];
+  const unrolled = n - (n % 4);
+  let i = 0;
+  for (; i < unrolled; i += 4) {
+    sum += a[i] * b[i];
+    sum += a[i + 1] * b[i + 1];
+    sum += a[i + 2] * b[i + 2];
+    sum += a[i + 3] * b[i + 3];
+  }
+  for (; i < n; i++) sum += a[i] * b[i];
   return sum;
 }

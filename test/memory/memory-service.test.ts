@@ -117,6 +117,35 @@ describe('MemoryService', () => {
     expect(hits.slice(0, 2).map((hit) => hit.memory.message_index)).toEqual(expect.arrayContaining([0, 1]));
   });
 
+  it('encodes a query only for users with memories, and ranks as before when a write lands while it encodes', async () => {
+    const queries: string[][] = [];
+    let release: (() => void) | null = null;
+    const embedder = new HashEmbedder();
+    const inner = embedder.embed.bind(embedder);
+    // Records each query call, and can hold one back until released (a slow encoder).
+    embedder.embed = async (texts, options) => {
+      if (options?.priority === 'query') {
+        queries.push([...texts]);
+        if (release === null && queries.length === 2) await new Promise<void>((resolve) => (release = resolve));
+      }
+      return inner(texts, options);
+    };
+    const service = await openService({ embedder });
+    expect(await service.search({ userId: 'nobody', query: 'pottery', limit: 5 })).toEqual([]);
+    expect(queries).toEqual([]);
+
+    await service.addConversation(conversation('r1', 'conv', ['I love pottery classes', 'Pottery sounds fun!']));
+    expect((await service.search({ userId: 'conv', query: 'pottery', limit: 5 })).length).toBe(2);
+    const pending = service.search({ userId: 'conv', query: 'pottery wheel', limit: 5 });
+    while (release === null) await new Promise((resolve) => setImmediate(resolve));
+    await service.addConversation(conversation('r2', 'conv', ['A pottery wheel arrived today'], 's2'));
+    (release as () => void)();
+    const hits = await pending;
+    expect(hits.map((hit) => hit.memory.text)).toContain('A pottery wheel arrived today');
+    expect(hits).toEqual(await service.search({ userId: 'conv', query: 'pottery wheel', limit: 5 }));
+    expect(queries.map((texts) => texts[0])).toEqual(['pottery', 'pottery wheel', 'pottery wheel']);
+  });
+
   it('deleteUser leaves other users alone and frees the request ids', async () => {
     const service = await openService();
     await service.addConversation(conversation('r1', 'a', ['x']));

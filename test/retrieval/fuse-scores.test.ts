@@ -3,8 +3,11 @@ import {
   applyTerms,
   contextCosine,
   decayMultiplier,
+  fuseColumnsAt,
   fuseScore,
   importanceMultiplier,
+  partsAt,
+  type FusedColumns,
   minMaxNormalize,
   type FusedParts,
   type ScoreTerm,
@@ -86,6 +89,18 @@ describe('fusion terms', () => {
     expect(terms.map((t) => t.term)).toEqual(['dense', 'bm25', 'options', 'neighbours', 'speaker', 'tags', 'timeCue', 'eventPeriod', 'questionTurn', 'importance', 'decay']);
     expect(terms.find((t) => t.term === 'decay')).toEqual({ term: 'decay', kind: 'multiply', value: 0.97 });
     expect(fuseScore(parts)).toBe(score);
+  });
+
+  it('fuseColumnsAt gives each unit the very bits fuseScore gives its parts', () => {
+    const names = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'importance', 'decay'] as const;
+    const units = 50;
+    // Values whose sums round differently by order: a changed order of operations shows in the bits.
+    const column = (k: number) => Float64Array.from({ length: units }, (_, i) => (k < 11 ? Math.sin(i * 3.7 + k) / (k + 1) : 1 + Math.cos(i + k) / 10));
+    const columns = Object.fromEntries(names.map((name, k) => [name, column(k)])) as unknown as FusedColumns;
+    for (let i = 0; i < units; i++) {
+      expect(partsAt(columns, i)).toEqual(Object.fromEntries(names.map((name) => [name, columns[name][i]])));
+      expect(fuseColumnsAt(columns, i)).toBe(fuseScore(partsAt(columns, i)));
+    }
   });
 
   it('applyTerms starts from 0 and applies each term in order', () => {

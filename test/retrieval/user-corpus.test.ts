@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analyze } from '../../src/retrieval/analyzer.js';
-import { applyTerms } from '../../src/retrieval/fuse-scores.js';
+import { applyTerms, contextCosine, minMaxNormalize } from '../../src/retrieval/fuse-scores.js';
 import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../src/retrieval/retrieval-config.js';
 import { UserCorpus, type CorpusQuery, type CorpusUnit } from '../../src/retrieval/user-corpus.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
@@ -179,6 +179,46 @@ describe('UserCorpus', () => {
     corpus.add(units);
     const weights = resolveWeights({ ...DEFAULT_RETRIEVAL_WEIGHTS, exhaustiveLimit: 50, candidatePool: 20 });
     expect(corpus.search(query('secret password'), weights, 5)[0].seq).toBe(300);
+  });
+});
+
+describe('UserCorpus scoring in two halves', () => {
+  /** Deterministic pseudo-random vector of an odd, realistic dimension (exercises the kernels' tails). */
+  function noisy(seed: number, dimensions = 513): Float32Array {
+    return Float32Array.from({ length: dimensions }, (_, i) => Math.sin((seed + 1) * (i + 1) * 0.7) / Math.sqrt(dimensions));
+  }
+
+  function plainDot(a: Float32Array, b: Float32Array): number {
+    let sum = 0;
+    for (let i = 0; i < Math.min(a.length, b.length); i++) sum += a[i] * b[i];
+    return sum;
+  }
+
+  it('gives the dense term the very bits of a plain dot product, context blend included', () => {
+    const corpus = new UserCorpus();
+    // An odd count: the two-at-a-time kernel has a unit left over.
+    corpus.add(Array.from({ length: 7 }, (_, seq) => unit(seq, `unit ${seq}`, { vector: noisy(seq) })));
+    const vector = noisy(99);
+    const weights = resolveWeights({ ...lexicalOnly, denseWeight: 1, contextWeight: 0.5 });
+    const ranked = corpus.search({ ...query('nothing'), main: { terms: [], vector }, explain: true }, weights, 7);
+    const raw = Array.from({ length: 7 }, (_, seq) =>
+      contextCosine(plainDot(vector, noisy(seq)), seq > 0 ? plainDot(vector, noisy(seq - 1)) : undefined, seq > 0 ? plainDot(noisy(seq), noisy(seq - 1)) : undefined, 0.5),
+    );
+    const expected = minMaxNormalize(raw);
+    for (const { seq, explanation } of ranked) {
+      const dense = explanation!.terms.find((term) => term.term === 'dense')?.value ?? 0;
+      expect(dense).toBe(expected[seq]);
+    }
+  });
+
+  it('ranks what was prepared before a write as a search after it would', () => {
+    const corpus = new UserCorpus();
+    corpus.add([unit(0, 'apples are red'), unit(1, 'bananas are yellow')]);
+    const prepared = corpus.prepare(query('red apples'), DEFAULT_RETRIEVAL_WEIGHTS);
+    corpus.add([unit(2, 'red red apples everywhere')]);
+    const ranked = corpus.rank(prepared, [axis(7)], 3);
+    expect(ranked).toEqual(corpus.search(query('red apples'), DEFAULT_RETRIEVAL_WEIGHTS, 3));
+    expect(ranked.map((r) => r.seq)).toContain(2);
   });
 });
 
