@@ -30,6 +30,11 @@ export async function registerLoadShedding(app: FastifyInstance, options: LoadSh
     // Our error handler writes the body and `retry-after` of every 503.
     pressureHandler: async (request, _reply, type, value) => {
       if (request.routeOptions.url === '/health') return;
+      // under-pressure reports a sample without a single delay measurement as Infinity: it
+      // happens when one stretch of work outlasts the sample interval (the measuring timer then
+      // fires after the sample is taken). That says nothing of the delay, so it sheds nothing;
+      // a real lag above the threshold shows as a finite mean in the next sample.
+      if (value === undefined || !Number.isFinite(value)) return;
       const delay = Math.round(value ?? 0);
       if (delay !== lastWarned) request.log.warn({ type, value: delay }, 'overloaded: shedding requests');
       lastWarned = delay;

@@ -72,4 +72,19 @@ describe('load shedding', () => {
     }
     expect(new Set(statuses)).toEqual(new Set([200]));
   });
+
+  it('does not shed after one long stretch of work that outlasts the sample (no delay measured in it)', async () => {
+    const app = await appWithShedding(10_000);
+    const statuses: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      // One block far longer than the 50 ms sample, far shorter than the 10 s threshold.
+      const until = Date.now() + 300;
+      while (Date.now() < until);
+      for (let attempt = 0; attempt < 4; attempt++) {
+        statuses.push((await app.inject(search)).statusCode);
+        await sleep(5);
+      }
+    }
+    expect(new Set(statuses)).toEqual(new Set([200]));
+  });
 });
