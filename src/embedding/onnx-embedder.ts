@@ -23,6 +23,8 @@ import type { Embedder } from './embedder.js';
 
 /** Must equal MODEL_FORMAT in scripts/build-model.ts; part of modelId so a change forces re-embedding. */
 const MODEL_FORMAT = 1;
+/** The int8 build's own version: 2 since its weights are unsigned 8-bit (scripts/model/quantize-dynamic.ts). */
+const INT8_FORMAT = 2;
 const MODEL_NAME = 'use-lite';
 const DIMENSIONS = 512;
 const DEFAULT_BATCH_SIZE = 64;
@@ -91,7 +93,7 @@ export class OnnxEmbedder implements Embedder {
     if (!MODEL_PRECISIONS.includes(this.precision)) throw new RangeError(`precision must be one of ${MODEL_PRECISIONS.join(', ')}, got ${String(this.precision)}`);
     // The int8 model's vectors differ slightly from the float model's, so stored vectors of one
     // must not be searched with queries of the other: a precision change re-embeds.
-    this.modelId = this.precision === 'fp32' ? `use-lite-onnx@${MODEL_FORMAT}` : `use-lite-onnx-${this.precision}@${MODEL_FORMAT}`;
+    this.modelId = this.precision === 'fp32' ? `use-lite-onnx@${MODEL_FORMAT}` : `use-lite-onnx-${this.precision}@${INT8_FORMAT}`;
     this.batchSize = positiveInt('batchSize', options.batchSize ?? DEFAULT_BATCH_SIZE);
     this.batchTokens = positiveInt('batchTokens', options.batchTokens ?? DEFAULT_BATCH_TOKENS);
     this.intraOpThreads = options.intraOpThreads === undefined ? undefined : positiveInt('intraOpThreads', options.intraOpThreads);
