@@ -157,27 +157,28 @@ export class JsonlStore {
     }
   }
 
-  private parseAll(userId: string, content: Buffer): Promise<LoadedUser> {
+  /**
+   * Parses the whole file and quarantines what does not load. Each line's warning is logged once
+   * the quarantine file holds it, so whoever reads the log finds the line already moved aside.
+   */
+  private async parseAll(userId: string, content: Buffer): Promise<LoadedUser> {
     const file = path.join(this.userDir(userId), MEMORIES_FILE);
-    const { records, rejected } = this.parseLines(userId, content, 0, content.length);
-    return this.settle(userId, file, records, rejected);
-  }
-
-  private async settle(userId: string, file: string, records: StoredRecord[], rejected: string[]): Promise<LoadedUser> {
+    const { records, rejected, warnings } = this.parseLines(userId, content, 0, content.length);
     const complete = this.dropIncompleteBatches(records, file, rejected);
     if (rejected.length > 0) {
       await this.quarantine(userId, rejected);
       await this.rewrite(userId, complete);
+      for (const { line, msg } of warnings) this.logger.warn({ file, line }, msg);
       this.logger.warn({ file, quarantined: rejected.length, quarantine: path.join(this.userDir(userId), QUARANTINE_FILE) }, 'moved unloadable lines to the quarantine file');
     }
     return { records: complete, quarantined: rejected.length };
   }
 
-  /** Parses the lines in [from, to); `from` is a line start. Lines that are not memories of this user go to `rejected`. */
-  private parseLines(userId: string, content: Buffer, from: number, to: number): { records: StoredRecord[]; rejected: string[] } {
-    const file = path.join(this.userDir(userId), MEMORIES_FILE);
+  /** Parses the lines in [from, to); `from` is a line start. Lines that are not memories of this user go to `rejected`, with the warning to log for each. */
+  private parseLines(userId: string, content: Buffer, from: number, to: number): { records: StoredRecord[]; rejected: string[]; warnings: Array<{ line?: number; msg: string }> } {
     const records: StoredRecord[] = [];
     const rejected: string[] = [];
+    const warnings: Array<{ line?: number; msg: string }> = [];
     let start = from;
     let lineNumber = from === 0 ? 0 : -1;
     while (start < to) {
@@ -189,7 +190,7 @@ export class JsonlStore {
       if (line.trim() === '') continue;
       const where = lineNumber >= 0 ? lineNumber : undefined;
       if (end === -1 || end > to) {
-        this.logger.warn({ file, line: where }, 'torn last line (no newline: a write was cut short); quarantined');
+        warnings.push({ line: where, msg: 'torn last line (no newline: a write was cut short); quarantined' });
         rejected.push(line);
         continue;
       }
@@ -202,11 +203,11 @@ export class JsonlStore {
       if (isStoredRecord(parsed) && parsed.user_id === userId) {
         records.push(parsed);
       } else {
-        this.logger.warn({ file, line: where }, 'malformed memory line; quarantined');
+        warnings.push({ line: where, msg: 'malformed memory line; quarantined' });
         rejected.push(line);
       }
     }
-    return { records, rejected };
+    return { records, rejected, warnings };
   }
 
   /** The sidecar when it proves to be built from this very file, else null (the reason logged). */
