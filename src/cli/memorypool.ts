@@ -7,7 +7,6 @@ import { createLogger } from '../logger.js';
 import { startServer } from '../main.js';
 import { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
-import { serveMcpStdio } from '../mcp/stdio-server.js';
 import { exportPool, importPool } from './transfer.js';
 
 /**
@@ -144,6 +143,8 @@ program
   .command('mcp')
   .description('serve the Model Context Protocol over stdio (for desktop and IDE agents) on the data directory')
   .action(async () => {
+    // Imported here: the MCP SDK costs every other command's start ~0.3 s.
+    const { serveMcpStdio } = await import('../mcp/stdio-server.js');
     await serveMcpStdio(loadConfig(globalConfig()));
   });
 
