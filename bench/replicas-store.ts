@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import type { MemoryStore, UnitDraft } from '../src/store/memory-store.js';
 import { round } from './http-load.js';
 import { gaussianSource, randomUnitVector } from './scale-store.js';
 import { mulberry32, type Turn } from './workload.js';
+import { serverEncoder } from './server-encoder.js';
 
 /**
  * Many small users written straight through a store (one Add each), so the touched-users figure
@@ -26,7 +26,7 @@ export interface StoreUsersOptions {
 
 export async function writeStoreUsers(options: StoreUsersOptions): Promise<{ users: string[]; seconds: number }> {
   const started = performance.now();
-  const embedder = new OnnxEmbedder(); // for its id and dimension only: the model is not loaded
+  const embedder = serverEncoder(); // for its id and dimension only: the model is not loaded
   const random = mulberry32(options.seed);
   const gaussian = gaussianSource(random);
   const vectors = Array.from({ length: VECTOR_POOL }, () => randomUnitVector(new Float32Array(embedder.dimensions), gaussian));

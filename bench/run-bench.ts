@@ -1,7 +1,7 @@
 /**
  * Load, latency and memory figures of the real server (bench/README.md says what each means).
  *
- *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--profile] [--keep]
+ *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--profile] [--keep]
  *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
  *
  * Starts `node dist/src/main.js` on a loopback port with a temporary data directory, drives it
@@ -24,7 +24,8 @@ import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, ty
 import { measureHostileLoad } from './hostile-load.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
-import { serverEncoder } from './server-encoder.js';
+import { benchPrecision, serverEncoder, useBenchPrecision } from './server-encoder.js';
+import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
 import { addChunks, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
 
@@ -110,11 +111,17 @@ async function main(): Promise<void> {
       keep: { type: 'boolean', default: false },
       replicas: { type: 'string' },
       'database-url': { type: 'string' },
+      precision: { type: 'string' },
     },
   });
   const replicas = values.replicas === undefined ? null : Number(values.replicas);
   if (replicas !== null && (!Number.isInteger(replicas) || replicas < 1)) throw new Error(`--replicas: expected a positive integer, got ${values.replicas}`);
   if (replicas === null && values['database-url'] !== undefined) throw new Error('--database-url needs --replicas <n>');
+  if (values.precision !== undefined) {
+    const precision = MODEL_PRECISIONS.find((entry) => entry === values.precision);
+    if (precision === undefined) throw new Error(`--precision: expected one of ${MODEL_PRECISIONS.join(', ')}, got ${values.precision}`);
+    useBenchPrecision(precision);
+  }
   const mode = values.quick ? 'quick' : 'full';
   const plan = PLANS[mode];
   const outDir = path.resolve(values.out ?? path.join(PACKAGE_ROOT, '.bench-out')); // git-ignored
@@ -147,13 +154,14 @@ async function main(): Promise<void> {
       load_avg_at_start: loadAtStart.map((value) => round(value, 2)),
       load_avg_at_end: os.loadavg().map((value) => round(value, 2)),
     },
+    model_precision: benchPrecision(),
     texts: { source: workload.source, conversations: workload.conversations.length },
   });
 
   try {
     if (replicas !== null) {
       const result = await runReplicaBench({ replicas, databaseUrl: values['database-url'], mode, workload, workDir, nodeArgs, progress, warn });
-      const command = `npm run bench -- --replicas ${replicas}${values['database-url'] ? ' --database-url <url>' : ''}${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const command = `npm run bench -- --replicas ${replicas}${values['database-url'] ? ' --database-url <url>' : ''}${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
       const summary = { bench: 'memorypool-replicas', ...header(command), warnings, ...result };
       await writeFile(path.join(outDir, 'bench-replicas.json'), JSON.stringify(summary, null, 2) + '\n');
       process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
@@ -230,7 +238,7 @@ async function main(): Promise<void> {
 
     const summary = {
       bench: 'memorypool',
-      ...header(`npm run bench --${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`),
+      ...header(`npm run bench --${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.out ? ` --out ${values.out}` : ''}`),
       targets,
       warnings,
       add: {

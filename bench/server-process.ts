@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { round } from './http-load.js';
+import { benchPrecision } from './server-encoder.js';
 
 /**
  * The real server as users run it (`node dist/src/main.js`), on a loopback port and a data
@@ -75,6 +76,7 @@ export class ServerProcess {
       MEMORYPOOL_PORT: String(port),
       MEMORYPOOL_HOST: '127.0.0.1',
       MEMORYPOOL_LOG_LEVEL: 'warn',
+      MEMORYPOOL_MODEL_PRECISION: benchPrecision(),
       ...options.env,
     });
     const spawnedAt = performance.now();

@@ -86,9 +86,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     draining = true;
   });
   // While draining, every answer closes its connection: a client's idle keep-alive connection
-  // would otherwise hold the server's close (and the process's exit) open.
-  app.addHook('onSend', async (_request, reply, payload) => {
-    if (draining) reply.header('connection', 'close');
+  // would otherwise hold the server's close (and the process's exit) open. An answer given before
+  // its request's body has all arrived (a 413 decided from content-length, a 401) closes it too:
+  // keeping the connection alive would mean reading the rest of a body the server refused (7 MB
+  // a time from a hostile client) only to discard it, on the cores other users' searches need.
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (draining || !request.raw.complete) reply.header('connection', 'close');
     return payload;
   });
   app.decorateRequest('grant', null);
