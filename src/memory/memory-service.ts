@@ -12,6 +12,7 @@ import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
 import { PostgresStore } from '../store/postgres-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
+import { ArrivalOrder } from './arrival-order.js';
 import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, hitContent, publicMemory, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
@@ -99,6 +100,7 @@ export class MemoryService {
   private readonly lifecycle: IndexLifecycle;
   private readonly cache: UserCache;
   private readonly pendingAdds = new Map<string, Promise<AddOutcome>>();
+  private readonly arrivals = new ArrivalOrder();
   private readonly preload: boolean;
   private inFlight = 0;
   /** Memories stored, as of the last count plus this service's own writes since. */
@@ -527,6 +529,16 @@ export class MemoryService {
   }
 
   private async storeConversation(input: ConversationAdd): Promise<AddOutcome> {
+    // Before any await: the place in line is the order this Add arrived in.
+    const place = this.arrivals.enter(input.userId);
+    try {
+      return await this.storeConversationInTurn(input, place.turn);
+    } finally {
+      place.leave();
+    }
+  }
+
+  private async storeConversationInTurn(input: ConversationAdd, turn: Promise<void>): Promise<AddOutcome> {
     const known = await this.cache.get(input.userId);
     if (known.requestIds.has(input.requestId) || (await this.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
     const receivedAt = Date.now();
@@ -557,6 +569,7 @@ export class MemoryService {
       },
       vector: vectors[i],
     }));
+    await turn;
     return this.underLock(input.userId, async (state) => {
       if (state.requestIds.has(input.requestId)) return { stored: false, units: 0 };
       // The store checks the request id in the same write: of two replicas racing, the first wins.
