@@ -51,10 +51,12 @@ export interface BatchingOptions {
  */
 const DEFAULT_RUN_TOKENS = 2048;
 /**
- * USE-lite's 8k pieces average about 4 characters of English per token; 3 errs towards
- * over-counting, which only makes runs a little smaller.
+ * USE-lite's 8k pieces average 3.8 characters of English per token (LoCoMo's 4,805 turns: 36.0
+ * tokens a turn; this estimate gives 36.7). The 3 used before over-counted by a third, so runs
+ * held ~1,500 real tokens instead of ~2,000, and the encoder thread spent 1.92-1.95 CPU ms per
+ * Add message against 1.71-1.77 with 4 (`node dist/bench/add-bench.js --requests 160`, int8).
  */
-const CHARS_PER_TOKEN = 3;
+const CHARS_PER_TOKEN = 4;
 const DEFAULT_WINDOW_RUNS = 16;
 
 /**

@@ -48,8 +48,8 @@ describe('BatchingEmbedder', () => {
 
   it('caps a run by estimated tokens, not texts, and still runs a text longer than the cap', async () => {
     const inner = new RecordingEmbedder();
-    // 2 + ceil(30 / 3) = 12 tokens per text below; 40 tokens fit three of them.
-    const embedder = new BatchingEmbedder(inner, { maxTexts: 100, maxTokens: 40 });
+    // 2 + ceil(30 / 4) = 10 tokens per text below; 30 tokens fit three of them.
+    const embedder = new BatchingEmbedder(inner, { maxTexts: 100, maxTokens: 30 });
     const texts = Array.from({ length: 7 }, (_, i) => `${'x'.repeat(27)} ${i}`.padEnd(30, '.'));
     const huge = 'y'.repeat(10_000);
     await Promise.all([embedder.embed(texts), embedder.embed([huge])]);
