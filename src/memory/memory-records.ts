@@ -51,6 +51,8 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array, strings?:
   const speaker = record.role ? shared(strings, record.role.toLowerCase()) : null;
   const terms = analyze(lexicalText(text));
   if (strings) for (let i = 0; i < terms.length; i++) terms[i] = shared(strings, terms[i]);
+  // One scan of the text's time expressions serves the three cues that read it (this runs per unit at every load).
+  const saysWhen = hasTimeExpression(record.text);
   return {
     seq: record.seq,
     vector,
@@ -61,9 +63,9 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array, strings?:
     timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
     importance: record.importance,
     tags: record.tags.length === 0 ? NO_TAGS : record.tags.map((tag) => tag.toLowerCase()),
-    hasTimeExpression: hasTimeExpression(record.text),
-    eventPeriod: eventPeriod(record.text, text.timeMs),
-    isQuestion: isDistractorQuestion(record.text, speaker),
+    hasTimeExpression: saysWhen,
+    eventPeriod: eventPeriod(record.text, text.timeMs, saysWhen),
+    isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
   };
 }
 

@@ -24,9 +24,10 @@ function words(query: string): Set<string> {
  * Not one that says when something happened before asking back ("I got mentored yesterday!
  * What's up with you?"): that turn tells the event, and it is what a "when" question looks for.
  * Not in user/assistant histories, where the user's own questions often carry the fact.
+ * `saysWhen` is `hasTimeExpression(text)`, for a caller that has it already.
  */
-export function isDistractorQuestion(text: string, speaker: string | null): boolean {
-  return speaker !== null && !GENERIC_ROLES.has(speaker) && /\?["'’)\]]*\s*$/.test(text) && !hasTimeExpression(text);
+export function isDistractorQuestion(text: string, speaker: string | null, saysWhen?: boolean): boolean {
+  return speaker !== null && !GENERIC_ROLES.has(speaker) && /\?["'’)\]]*\s*$/.test(text) && !(saysWhen ?? hasTimeExpression(text));
 }
 
 /** The one known speaker a query names by name, if exactly one (a soft boost, never a filter). */

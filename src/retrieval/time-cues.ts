@@ -529,10 +529,10 @@ export function formatStamp(ms: number): string {
  * The period an event told in a turn happened in, resolved against the turn's own date: "I went
  * hiking yesterday" said on 9 May 2023 is about 8 May 2023. The same rules as a question's named
  * period (a text with no time expression is not parsed at all); null when it names none, or
- * only plans.
+ * only plans. `saysWhen` is `hasTimeExpression(text)`, for a caller that has it already.
  */
-export function eventPeriod(text: string, spokenAtMs: number): TimePeriod | null {
-  if (!Number.isFinite(spokenAtMs) || !hasTimeExpression(text)) return null;
+export function eventPeriod(text: string, spokenAtMs: number, saysWhen?: boolean): TimePeriod | null {
+  if (!Number.isFinite(spokenAtMs) || !(saysWhen ?? hasTimeExpression(text))) return null;
   return namedPeriod(text, new Date(spokenAtMs));
 }
 

@@ -282,9 +282,7 @@ export class UserCorpus {
   prepare(query: CorpusQuery<QueryText>, weights: RetrievalWeights): PreparedSearch {
     const layout = this.currentLayout();
     if (!this.scoredExhaustively(weights)) return { query, weights, layout, scored: null };
-    const candidates = new Int32Array(layout.units.length);
-    for (let slot = 0; slot < candidates.length; slot++) candidates[slot] = slot;
-    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, candidates) };
+    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, everySlot(layout)) };
   }
 
   /** Ranks a prepared search given the vectors of its texts (the main one, then the options). */
@@ -390,7 +388,7 @@ export class UserCorpus {
       if (speaker !== null && unit.speaker === speaker) terms.speaker[i] = weights.speakerBoost;
       if (role && unit.speaker === role) terms.role[i] = weights.roleBoost;
       if (unit.tags.length > 0) terms.tags[i] = tagBoost(unit.tags, wantedTags, weights.tagBoost);
-      if (query.whenQuestion && unit.hasTimeExpression) terms.timeCue[i] = timeCue(true, true, layout.catchUpTurn[candidates[i]] === 1, weights);
+      if (query.whenQuestion) terms.timeCue[i] = timeCue(query.whenQuestion, unit.hasTimeExpression, layout.catchUpTurn[candidates[i]] === 1, weights);
       if (period) {
         if (unit.timeMs >= period.startMs && unit.timeMs < period.endMs) terms.period[i] = weights.periodBoost;
         if (unit.eventPeriod && periodsOverlap(unit.eventPeriod, period)) terms.eventPeriod[i] = weights.eventPeriodBoost;
@@ -458,11 +456,7 @@ export class UserCorpus {
 
   /** Every slot for users scored exhaustively; else the slots of the BM25 and HNSW candidates. */
   private candidateSlots(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
-    if (this.scoredExhaustively(weights)) {
-      const all = new Int32Array(layout.units.length);
-      for (let slot = 0; slot < all.length; slot++) all[slot] = slot;
-      return all;
-    }
+    if (this.scoredExhaustively(weights)) return everySlot(layout);
     const links = this.candidates(query, vectors, weights);
     const slots = new Int32Array(links.length);
     for (let i = 0; i < links.length; i++) slots[i] = layout.slotOfSeq.get(links[i].unit.seq)!;
@@ -470,11 +464,10 @@ export class UserCorpus {
   }
 
   /**
-   * Small users are scored exhaustively (exact, and under a millisecond at a few thousand
-   * units). Larger ones take the best BM25 and HNSW candidates plus their session neighbours.
+   * The candidates of a user not scored exhaustively (`candidateSlots` decides): the best BM25
+   * and HNSW candidates plus their session neighbours.
    */
   private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights): UnitLinks[] {
-    if (this.scoredExhaustively(weights)) return [...this.links.values()];
     // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
     const chosen = new Set<number>(this.unindexed);
     [query.main, ...query.options].forEach((text, t) => {
@@ -571,6 +564,13 @@ export class UserCorpus {
 
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
+}
+
+/** Slots 0..n-1: the candidates of a user scored exhaustively. */
+function everySlot(layout: SlotLayout): Int32Array {
+  const slots = new Int32Array(layout.units.length);
+  for (let slot = 0; slot < slots.length; slot++) slots[slot] = slot;
+  return slots;
 }
 
 /**
