@@ -376,8 +376,18 @@ export class JsonlStore {
   /** Replaces a user's memories: temp file, fsync, rename, fsync the folder; a crash leaves the old or the new file whole. */
   async rewrite(userId: string, records: readonly StoredRecord[]): Promise<void> {
     await this.ensureUserDir(userId);
-    const file = path.join(this.userDir(userId), MEMORIES_FILE);
-    await this.writeAtomically(file, (handle) => writeRecords(handle, records));
+    const dir = this.userDir(userId);
+    // The sidecar describes the file being replaced, and a later replacement may get that file's
+    // inode back (ext4 reuses them): `countRecords` would then add the old file's count to the new
+    // one's lines. It goes first (a crash in between leaves only a missing cache), after any write
+    // of it in flight; the next load builds one for the new file.
+    await this.sidecarWrites.get(userId);
+    try {
+      await rm(path.join(dir, VECTOR_SIDECAR_FILE), { force: true });
+    } catch (error) {
+      throw storageError(error);
+    }
+    await this.writeAtomically(path.join(dir, MEMORIES_FILE), (handle) => writeRecords(handle, records));
   }
 
   /**

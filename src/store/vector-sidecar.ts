@@ -13,7 +13,8 @@ import { createHash } from 'node:crypto';
  * Layout (little-endian): magic (8 bytes) | dimensions u32 | count u32 | covered JSONL bytes f64 |
  * JSONL inode f64 | SHA-256 (32 bytes) | zero padding to 128 | seqs u32 × count |
  * vectors f32 × count × dimensions. The inode only lets a count for `/health` trust the header
- * without hashing (see `sidecarCount`); the digest is what a load trusts.
+ * without hashing (`JsonlStore.countRecords`; a rewrite removes the sidecar, since a later file
+ * may get the same inode); the digest is what a load trusts.
  */
 export const VECTOR_SIDECAR_FILE = 'vectors.f32';
 
@@ -84,8 +85,9 @@ export function checkSidecar(file: Buffer, jsonl: Buffer): SidecarCheck {
 }
 
 /**
- * The record count a header states, when the JSONL is still the very file it was built from
- * (same inode) and has only grown since; null otherwise. For counts only: nothing is hashed.
+ * The counts a header states (records, covered JSONL bytes) and the inode of the JSONL it was
+ * built from; null when it is no sidecar header. For counts only: nothing is hashed, and the
+ * caller checks the inode and the size.
  */
 export function sidecarHeader(header: Buffer): { count: number; covered: number; inode: number } | null {
   if (header.length < HEADER_BYTES || !header.subarray(0, MAGIC.length).equals(MAGIC)) return null;
