@@ -255,18 +255,13 @@ export class JsonlStore {
     if (records.length !== sidecar.count) return null;
     const tail = this.parseLines(userId, content, sidecar.covered, content.length);
     if (tail.rejected.length > 0) return null;
-    const last = tail.records.at(-1);
-    if (last?.batch !== undefined && last.request_id !== undefined) {
-      let first = tail.records.length - 1;
-      while (first > 0 && tail.records[first - 1].request_id === last.request_id && tail.records[first - 1].batch !== undefined) first--;
-      // An Add cut short (or one that started in the covered part): the plain path decides what to quarantine.
-      if (first === 0 || tail.records.length - first < last.batch) return null;
-    }
     const tailVectors = decodeVectors(tail.records.map((record) => record.vec));
     for (const [i, { vec: _vec, ...record }] of tail.records.entries()) {
       records.push(record);
       vectors.push(tailVectors[i]);
     }
+    // An Add cut short: the plain path decides what to quarantine.
+    if (incompleteAddStart(records) !== -1) return null;
     return { records, vectors };
   }
 
@@ -528,15 +523,24 @@ export class JsonlStore {
    * (Rewrites drop `batch`, so deleting single memories never trips this check.)
    */
   private dropIncompleteBatches(records: StoredRecord[], file: string, rejected: string[]): StoredRecord[] {
-    const last = records.at(-1);
-    if (last?.request_id === undefined || last.batch === undefined) return records;
-    let first = records.length - 1;
-    while (first > 0 && records[first - 1].request_id === last.request_id && records[first - 1].batch !== undefined) first--;
-    if (records.length - first >= last.batch) return records;
+    const first = incompleteAddStart(records);
+    if (first === -1) return records;
     this.logger.warn({ file, records: records.length - first }, 'records of a partly written Add (never acknowledged) quarantined');
     for (const record of records.slice(first)) rejected.push(JSON.stringify(record));
     return records.slice(0, first);
   }
+}
+
+/**
+ * Where the last Add's records start when fewer of them are there than it wrote (`batch`), so it
+ * was never acknowledged; -1 when the records end with a whole Add (or with no Add at all).
+ */
+function incompleteAddStart(records: readonly StoredRecord[]): number {
+  const last = records.at(-1);
+  if (last?.request_id === undefined || last.batch === undefined) return -1;
+  let first = records.length - 1;
+  while (first > 0 && records[first - 1].request_id === last.request_id && records[first - 1].batch !== undefined) first--;
+  return records.length - first >= last.batch ? -1 : first;
 }
 
 async function writeFully(handle: FileHandle, payload: Buffer): Promise<void> {

@@ -123,6 +123,23 @@ describe('the vector sidecar of the JSONL store', () => {
     }
   });
 
+  it('serves a load whose lines after it are one whole Add, and leaves an Add cut short to the plain load', async () => {
+    const { store } = await openStore();
+    await store.append('u', records(0, 16));
+    await loadChecked(store);
+    const sidecarBytes = (await readFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE))).length;
+    await store.append('u', records(16, 19).map((r) => ({ ...r, request_id: 'r1', batch: 3 })));
+    const whole = await loadChecked(store);
+    expect(whole.records.map((r) => r.seq)).toEqual(Array.from({ length: 19 }, (_, i) => i));
+    // The covered vectors are views of the sidecar's slab: the sidecar served this load.
+    expect(whole.vectors[0]!.buffer.byteLength).toBe(sidecarBytes);
+    // Two records of an Add of three: never acknowledged, quarantined by the plain load.
+    await store.append('u', records(19, 21).map((r) => ({ ...r, request_id: 'r2', batch: 3 })));
+    const cut = await loadChecked(store);
+    expect(cut.records).toHaveLength(19);
+    expect(cut.quarantined).toBe(2);
+  });
+
   it('is never trusted when damaged or taken from another user: the JSONL decides', async () => {
     const dataDir = await tempDir();
     const { store, lines } = await openStore(dataDir);
