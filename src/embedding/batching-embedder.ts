@@ -1,4 +1,4 @@
-import type { EmbedOptions, Embedder } from './embedder.js';
+import type { BatchObserver, EmbedOptions, Embedder } from './embedder.js';
 
 interface Job {
   vectors: Float32Array[];
@@ -15,11 +15,6 @@ interface Item {
   /** Estimated tokens the encoder will read of `text` (what the item costs a run). */
   tokens: number;
   queuedAt: number;
-}
-
-/** Told of each model call (the metrics): its size, each text's wait in the queue, its run time. */
-export interface BatchObserver {
-  batch(size: number, waitsMs: readonly number[], runMs: number): void;
 }
 
 export interface BatchingOptions {
@@ -143,8 +138,7 @@ export class BatchingEmbedder implements Embedder {
   /** Ingest runs cut from the last window, shortest texts first; the next ingest run is the first. */
   private staged: Item[][] = [];
   private inFlight = 0;
-  /** Optional; set by whoever exports the figures (the HTTP app's /metrics). */
-  observer: BatchObserver | null = null;
+  private observer: BatchObserver | null = null;
 
   constructor(inner: Embedder, options: BatchingOptions = {}) {
     this.inner = inner;
@@ -159,6 +153,10 @@ export class BatchingEmbedder implements Embedder {
 
   ready(): Promise<void> {
     return this.inner.ready();
+  }
+
+  observeBatches(observer: BatchObserver): void {
+    this.observer = observer;
   }
 
   close(): Promise<void> {

@@ -15,6 +15,16 @@ export interface Embedder {
    */
   embed(texts: readonly string[], options?: EmbedOptions): Promise<Float32Array[]>;
   close(): Promise<void>;
+  /**
+   * Reports each model call to `observer` (the metrics): embedders that pool texts into calls
+   * implement it, and a wrapper passes it on to what it wraps. Others have no calls to report.
+   */
+  observeBatches?(observer: BatchObserver): void;
+}
+
+/** Told of each model call (the metrics): its size, each text's wait in the queue, its run time. */
+export interface BatchObserver {
+  batch(size: number, waitsMs: readonly number[], runMs: number): void;
 }
 
 export interface EmbedOptions {

@@ -1,4 +1,4 @@
-import type { EmbedOptions, Embedder } from './embedder.js';
+import type { BatchObserver, EmbedOptions, Embedder } from './embedder.js';
 
 export interface QueryVectorCacheOptions {
   /** Most query vectors kept (least recently used go first). Default 2048 (about 4 MiB). */
@@ -39,6 +39,10 @@ export class QueryVectorCache implements Embedder {
   close(): Promise<void> {
     this.entries.clear();
     return this.inner.close();
+  }
+
+  observeBatches(observer: BatchObserver): void {
+    this.inner.observeBatches?.(observer);
   }
 
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { BatchingEmbedder, type BatchObserver } from '../embedding/batching-embedder.js';
+import type { BatchObserver } from '../embedding/embedder.js';
 import type { MemoryService } from '../memory/memory-service.js';
 
 /**
@@ -26,7 +26,6 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly latency: Histogram<'method' | 'route'>;
-  readonly embedder: BatchObserver;
 
   constructor(service: MemoryService) {
     const registers = [this.registry];
@@ -41,7 +40,7 @@ export class ServiceMetrics {
     const batchSize = new Histogram({ name: 'memorypool_encoder_batch_size', help: 'Texts per encoder model call', buckets: [1, 2, 4, 8, 16, 32, 64, 128], registers });
     const queueWait = new Histogram({ name: 'memorypool_encoder_queue_wait_seconds', help: "Each text's wait in the encoder queue before its model call started", buckets: [0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers });
     const run = new Histogram({ name: 'memorypool_encoder_run_seconds', help: 'Duration of each encoder model call', buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers });
-    this.embedder = {
+    const encoderCalls: BatchObserver = {
       batch(size, waitsMs, runMs) {
         batchSize.observe(size);
         for (const wait of waitsMs) queueWait.observe(wait / 1000);
@@ -64,8 +63,9 @@ export class ServiceMetrics {
       },
     });
 
-    // The encoder's figures exist only where its calls are pooled (the ONNX and HTTP embedders).
-    if (service.embedder instanceof BatchingEmbedder) service.embedder.observer = this.embedder;
+    // The encoder's figures exist only where its calls are pooled (the ONNX and HTTP embedders,
+    // behind the query-vector cache, which passes the observer on).
+    service.embedder.observeBatches?.(encoderCalls);
   }
 
   /** The Prometheus text: the process defaults, then this app's figures. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BatchingEmbedder } from '../../src/embedding/batching-embedder.js';
+import { QueryVectorCache } from '../../src/embedding/query-vector-cache.js';
 import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
@@ -47,7 +48,8 @@ describe('GET /metrics', () => {
   });
 
   it('reports encoder batch sizes, queue waits and run times from the pooled embedder', async () => {
-    const { app } = await build({ service: { embedder: new BatchingEmbedder(testEmbedder()) } });
+    // Wrapped as createEmbedder wraps the ONNX and HTTP embedders: the cache of query vectors outside.
+    const { app } = await build({ service: { embedder: new QueryVectorCache(new BatchingEmbedder(testEmbedder())) } });
     await Promise.all([
       app.inject({ method: 'POST', url: '/add', payload: { request_id: 'r1', user_id: 'u', session_id: 's', messages: [{ role: 'a', content: 'one' }, { role: 'b', content: 'two' }] } }),
       app.inject({ method: 'POST', url: '/add', payload: { request_id: 'r2', user_id: 'u', session_id: 's', messages: [{ role: 'a', content: 'three' }] } }),
