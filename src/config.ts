@@ -117,3 +117,8 @@ export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.Process
   }
   return parsed.data;
 }
+
+/** `MEMORYPOOL_CACHE_MB` in bytes, as `MemoryService` takes it; undefined keeps every loaded user. */
+export function cacheBytes(config: Pick<Config, 'cacheMb'>): number | undefined {
+  return config.cacheMb === undefined ? undefined : config.cacheMb * 1024 * 1024;
+}

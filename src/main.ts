@@ -1,6 +1,6 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { loadConfig, type Config } from './config.js';
+import { cacheBytes, loadConfig, type Config } from './config.js';
 import { createEmbedder } from './embedding/create-embedder.js';
 import { buildApp } from './http/app.js';
 import { httpServerFactory, isTls } from './http/http-server.js';
@@ -23,7 +23,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const service = await MemoryService.open({
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
-    cacheBytes: config.cacheMb === undefined ? undefined : config.cacheMb * 1024 * 1024,
+    cacheBytes: cacheBytes(config),
     embedder,
     logger,
     preload: true,

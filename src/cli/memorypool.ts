@@ -1,12 +1,11 @@
 #!/usr/bin/env node
 import { Command, Option } from 'commander';
 import { loadConfig, type ConfigInput } from '../config.js';
-import { createEmbedder } from '../embedding/create-embedder.js';
 import { AppError, createError, isAppError } from '../errors.js';
-import { createLogger } from '../logger.js';
 import { startServer } from '../main.js';
-import { MemoryService } from '../memory/memory-service.js';
+import type { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
+import { openCommandService } from './command-service.js';
 import { exportPool, importPool } from './transfer.js';
 
 /**
@@ -170,16 +169,13 @@ async function runPayload(payload: unknown): Promise<void> {
 
 /** Opens the pool on the data directory, runs the work, prints its JSON result (unless undefined). */
 async function withService(work: (service: MemoryService) => Promise<unknown>): Promise<void> {
-  const config = loadConfig(globalConfig());
-  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
-  const embedder = createEmbedder(config);
-  const service = await MemoryService.open({ dataDir: config.dataDir, databaseUrl: config.databaseUrl, embedder, logger, preload: false, indexFlushDelayMs: 0 });
+  // A one-shot command writes its index caches at close, not on a timer.
+  const { service, close } = await openCommandService(loadConfig(globalConfig()), { indexFlushDelayMs: 0 });
   try {
     const result = await work(service);
     if (result !== undefined) printJson(result);
   } finally {
-    await service.close();
-    await embedder.close();
+    await close();
   }
 }
 

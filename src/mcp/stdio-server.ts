@@ -1,8 +1,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { openCommandService } from '../cli/command-service.js';
 import type { Config } from '../config.js';
-import { createEmbedder } from '../embedding/create-embedder.js';
-import { createLogger } from '../logger.js';
-import { MemoryService } from '../memory/memory-service.js';
 import { createMcpServer } from './memory-tools.js';
 
 /**
@@ -11,10 +9,8 @@ import { createMcpServer } from './memory-tools.js';
  * closes stdin or sends SIGTERM/SIGINT, then closes the service so pending index caches are written.
  */
 export async function serveMcpStdio(config: Config): Promise<void> {
-  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
-  const embedder = createEmbedder(config);
-  // Users load when a tool first touches them, like the CLI's other data commands.
-  const service = await MemoryService.open({ dataDir: config.dataDir, embedder, logger, preload: false });
+  // On the data directory or the database, like the CLI's other data commands.
+  const { service, close } = await openCommandService(config);
   const pending = new Set<Promise<unknown>>();
   const server = createMcpServer(service, () => undefined, pending);
   const transport = new StdioServerTransport();
@@ -26,8 +22,7 @@ export async function serveMcpStdio(config: Config): Promise<void> {
       await Promise.allSettled([...pending]);
       await new Promise((resolve) => setImmediate(resolve));
       await server.close();
-      await service.close();
-      await embedder.close();
+      await close();
     })();
     return stopping;
   };

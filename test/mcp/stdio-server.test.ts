@@ -1,22 +1,24 @@
 import { spawn } from 'node:child_process';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { describe, expect, it } from 'vitest';
 import { register, tempDir } from '../helper.js';
+import { freshDatabase, withClient } from '../support/postgres.js';
 import { callJson, exerciseBadArguments, exerciseEveryTool } from './exercise-tools.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const cli = path.join(root, 'src/cli/memorypool.ts');
 
 /** `memorypool mcp` as a real child process (from source, through tsx), with the test embedder. */
-async function connect(dataDir: string): Promise<{ client: Client; stderr: () => string }> {
+async function connect(dataDir: string, env: Record<string, string> = {}): Promise<{ client: Client; stderr: () => string }> {
   const transport = new StdioClientTransport({
     command: process.execPath,
     args: ['--import', 'tsx', cli, 'mcp'],
     cwd: root,
-    env: { ...(process.env as Record<string, string>), MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' },
+    env: { ...(process.env as Record<string, string>), MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash', ...env },
     stderr: 'pipe',
   });
   let stderr = '';
@@ -47,6 +49,17 @@ describe('memorypool mcp (stdio)', () => {
     await first.client.close();
     const second = await connect(dataDir);
     expect(await callJson(second.client, 'get_memory', { id: stored.id })).toEqual(stored);
+  });
+
+  it('serves the PostgreSQL pool when a database URL is set, like the other data commands', async () => {
+    const databaseUrl = await freshDatabase();
+    const dataDir = await tempDir();
+    const { client } = await connect(dataDir, { MEMORYPOOL_DATABASE_URL: databaseUrl });
+    const stored = await callJson(client, 'remember', { text: 'Kept in the database, not in the folder', user_id: 'pg-user' });
+    await client.close();
+    const rows = await withClient(databaseUrl, async (db) => (await db.query("SELECT id FROM memories WHERE user_id = 'pg-user'")).rows);
+    expect(rows.map((row) => row.id)).toEqual([stored.id]);
+    expect(await readdir(dataDir)).toEqual([]);
   });
 
   it('answers a call sent just before stdin closes, then exits 0', async () => {

@@ -1,0 +1,34 @@
+import { cacheBytes, type Config } from '../config.js';
+import { createEmbedder } from '../embedding/create-embedder.js';
+import { createLogger } from '../logger.js';
+import { MemoryService, type MemoryServiceOptions } from '../memory/memory-service.js';
+
+/**
+ * The service a command started from the shell runs on (the CLI's data commands, `memorypool
+ * mcp`): the data directory, or PostgreSQL when a database URL is set, like any replica, within
+ * the cache budget. Users load when the command first touches them. stdout belongs to the
+ * command, so logs (to stderr) start at warn unless another level was asked for.
+ */
+export async function openCommandService(
+  config: Config,
+  options: Pick<MemoryServiceOptions, 'indexFlushDelayMs'> = {},
+): Promise<{ service: MemoryService; close(): Promise<void> }> {
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+  const embedder = createEmbedder(config);
+  const service = await MemoryService.open({
+    dataDir: config.dataDir,
+    databaseUrl: config.databaseUrl,
+    cacheBytes: cacheBytes(config),
+    embedder,
+    logger,
+    preload: false,
+    ...options,
+  });
+  return {
+    service,
+    close: async () => {
+      await service.close();
+      await embedder.close();
+    },
+  };
+}
