@@ -33,12 +33,12 @@ export function expandGrid(axes: Grid, defaults: Readonly<RetrievalWeights> = DE
   for (const [key, values] of axes) {
     points = points.flatMap((point) => values.map((value) => (value === defaults[key] ? point : { ...point, [key]: value })));
   }
-  const seen = new Set<string>();
+  // The defaults' key: a point with no overrides is never added a second time.
+  const seen = new Set<string>([JSON.stringify([])]);
   const out: Array<Partial<RetrievalWeights>> = [{}];
-  seen.add('{}');
   for (const point of points) {
     const key = JSON.stringify(Object.entries(point).sort());
-    if (seen.has(key) || Object.keys(point).length === 0) continue;
+    if (seen.has(key)) continue;
     seen.add(key);
     out.push(point);
   }

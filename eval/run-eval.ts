@@ -136,6 +136,7 @@ interface TuneCliOptions {
   grid: string;
   embedder: 'onnx' | 'hash';
   modelDir?: string;
+  precision?: 'fp32' | 'int8';
 }
 
 async function runTune(benchmark: string, options: TuneCliOptions): Promise<void> {
@@ -148,7 +149,7 @@ async function runTune(benchmark: string, options: TuneCliOptions): Promise<void
     // LoCoMo: leave two conversations out (8 dev conversations, 4 folds); LongMemEval: 4 blocks of questions.
     folds: options.folds ?? 4,
     grid: parseGrid(options.grid),
-    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir }),
+    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir, modelPrecision: options.precision }),
     command: commandLine(process.argv.slice(2)),
   });
   await mkdir(options.out, { recursive: true });
@@ -180,6 +181,7 @@ program
   .option('--grid <axes>', 'weights and their values, e.g. "speakerBoost=0.15,0.25;decayWeight=0,0.05"', DEFAULT_GRID)
   .addOption(new Option('--embedder <kind>', 'embedder (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
   .option('--model-dir <dir>', 'model directory for the onnx embedder')
+  .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default); use the one the data directory was embedded with').choices(['fp32', 'int8']))
   .action((benchmark: string, options: TuneCliOptions) => runTune(benchmark, options));
 
 program.parseAsync(process.argv).catch((error: unknown) => {

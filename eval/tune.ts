@@ -1,16 +1,18 @@
 import { mkdir } from 'node:fs/promises';
 import { Progress } from '../src/cli/progress.js';
-import type { Embedder, EmbedOptions } from '../src/embedding/embedder.js';
+import type { Embedder } from '../src/embedding/embedder.js';
+import { QueryVectorCache } from '../src/embedding/query-vector-cache.js';
 import { MemoryService } from '../src/memory/memory-service.js';
 import { profileWeights, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
 import { limitBenchmark, sessionKeyOfTurn, type BenchmarkName } from './benchmark.js';
 import { assignFolds, crossValidate, expandGrid, type FoldResult, type Grid } from './cross-validate.js';
 import { ingestAll, loadBenchmark, SEARCH_CONCURRENCY, TOP_K, type ProgressFactory } from './evaluate.js';
-import { scoreQuestion, type MetricSet, type QuestionScore } from './metrics.js';
+import { scoreQuestion, WORD_BUDGETS, type MetricSet, type QuestionScore } from './metrics.js';
 import { mapConcurrent } from './pool.js';
 import { planAdds } from './replay-plan.js';
 import { ServiceTarget } from './replay-targets.js';
 import { summarizeScores } from './results.js';
+import { describeOverrides } from './systems.js';
 
 /**
  * `npm run eval -- tune <benchmark>`: ingests once into a kept data directory (a rerun embeds
@@ -70,7 +72,8 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   const sessionOf = new Map(benchmark.users.map((user) => [user.userId, sessionKeyOfTurn(user)]));
 
   await mkdir(options.dataDir, { recursive: true });
-  const embedder = new QueryCachingEmbedder(options.makeEmbedder());
+  // The grid searches each question once per point: its query vector is encoded once, and kept.
+  const embedder = new QueryVectorCache(options.makeEmbedder(), { maxEntries: Infinity, maxTextChars: Infinity });
   const service = await MemoryService.open({ dataDir: options.dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
   const scores: QuestionScore[][] = [];
   try {
@@ -121,44 +124,6 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   };
 }
 
-/** The grid searches each question once per point: its query vector is encoded once. */
-class QueryCachingEmbedder implements Embedder {
-  private readonly cache = new Map<string, Float32Array>();
-
-  constructor(private readonly inner: Embedder) {}
-
-  get modelId(): string {
-    return this.inner.modelId;
-  }
-
-  get dimensions(): number {
-    return this.inner.dimensions;
-  }
-
-  ready(): Promise<void> {
-    return this.inner.ready();
-  }
-
-  async embed(texts: readonly string[], options?: EmbedOptions): Promise<Float32Array[]> {
-    if (options?.priority !== 'query') return this.inner.embed(texts, options);
-    const missing = [...new Set(texts.filter((text) => !this.cache.has(text)))];
-    if (missing.length > 0) {
-      const vectors = await this.inner.embed(missing, options);
-      missing.forEach((text, i) => this.cache.set(text, vectors[i]));
-    }
-    return texts.map((text) => this.cache.get(text)!);
-  }
-
-  close(): Promise<void> {
-    return this.inner.close();
-  }
-}
-
-export function describePoint(overrides: Partial<RetrievalWeights>): string {
-  const entries = Object.entries(overrides);
-  return entries.length === 0 ? 'defaults' : entries.map(([key, value]) => `${key}=${value}`).join(', ');
-}
-
 /** tune.md: the chosen weights per fold, held-out against the defaults, and every point in-sample. */
 export function renderTuneReport(results: TuneResults): string {
   const pct = (value: number | undefined) => (value === undefined ? '' : (value * 100).toFixed(1));
@@ -167,34 +132,31 @@ export function renderTuneReport(results: TuneResults): string {
   lines.push(`- Command: \`${results.command}\``, `- Started ${results.startedAt}, took ${results.durationSeconds.toFixed(0)} s`);
   lines.push(`- Grid: ${results.grid.map(([key, values]) => `${key} ∈ {${values.join(', ')}}`).join('; ')} (${results.points.length} points; defaults, as the platform's /search uses them: ${describeWeights()})`, '');
   const row = (label: string, set: { headline: MetricSet; byCategory: Record<string, MetricSet> }) =>
-    `| ${label} | ${[1, 5, 10, 50].map((k) => pct(set.headline.turn.recall[k as 1])).join(' | ')} | ${categories.map((c) => pct(set.byCategory[c]?.turn.recall[10])).join(' | ')} | ${pct(set.headline.session.recallAny[5])} | ${set.headline.words ? [500, 1000, 2000, 4000].map((b) => pct(set.headline.words!.recall[b as 500])).join(' | ') : ' |  |  | '} |`;
+    `| ${label} | ${[1, 5, 10, 50].map((k) => pct(set.headline.turn.recall[k as 1])).join(' | ')} | ${categories.map((c) => pct(set.byCategory[c]?.turn.recall[10])).join(' | ')} | ${pct(set.headline.session.recallAny[5])} | ${WORD_BUDGETS.map((budget) => pct(set.headline.words?.recall[budget])).join(' | ')} |`;
   const header = [
-    `| | R@1 | R@5 | R@10 | R@50 | ${categories.map((c) => `R@10 ${c}`).join(' | ')} | session any@5 | 500 w | 1000 w | 2000 w | 4000 w |`,
-    `|---|---:|---:|---:|---:|${categories.map(() => '---:').join('|')}|---:|---:|---:|---:|---:|`,
+    `| | R@1 | R@5 | R@10 | R@50 | ${categories.map((c) => `R@10 ${c}`).join(' | ')} | session any@5 | ${WORD_BUDGETS.map((budget) => `${budget} w`).join(' | ')} |`,
+    `|---|---:|---:|---:|---:|${categories.map(() => '---:').join('|')}|---:|${WORD_BUDGETS.map(() => '---:').join('|')}|`,
   ];
   lines.push('## Headline', '', ...header);
   lines.push(row('defaults, in-sample', results.points[0]));
-  lines.push(row(`best in-sample (${describePoint(results.inSample.overrides)})`, results.points[results.inSample.chosen]));
+  lines.push(row(`best in-sample (${describeOverrides(results.inSample.overrides)})`, results.points[results.inSample.chosen]));
   lines.push(row('cross-validated (each fold scored with the point its training folds chose)', results.crossValidated), '');
   const v = results.foldsVersusDefault;
   lines.push(`Held-out folds where the chosen point beat the defaults: ${v.gained}, tied: ${v.tied}, lost: ${v.lost}.`, '');
   lines.push('## Folds', '', '| fold | held-out users | questions | chosen on the other folds | train R@10 | held-out R@10 chosen | held-out R@10 defaults |', '|---:|---|---:|---|---:|---:|---:|');
   for (const fold of results.folds) {
     const users = fold.users.length > 4 ? `${fold.users.slice(0, 3).join(', ')} … (${fold.users.length})` : fold.users.join(', ');
-    lines.push(`| ${fold.fold} | ${users} | ${fold.questions} | ${describePoint(fold.chosenOverrides)} | ${pct(fold.trainObjective)} | ${pct(fold.heldOutChosen)} | ${pct(fold.heldOutDefault)} |`);
+    lines.push(`| ${fold.fold} | ${users} | ${fold.questions} | ${describeOverrides(fold.chosenOverrides)} | ${pct(fold.trainObjective)} | ${pct(fold.heldOutChosen)} | ${pct(fold.heldOutDefault)} |`);
   }
   const mean = (pick: (f: FoldResult) => number) => results.folds.reduce((sum, f) => sum + pick(f), 0) / Math.max(1, results.folds.length);
   lines.push(`| mean | | | | ${pct(mean((f) => f.trainObjective))} | ${pct(mean((f) => f.heldOutChosen))} | ${pct(mean((f) => f.heldOutDefault))} |`, '');
   lines.push('## Every point, in-sample (best first)', '', ...header);
   const order = results.points.map((_, p) => p).sort((a, b) => results.points[b].headline.turn.recall[10] - results.points[a].headline.turn.recall[10] || a - b);
-  for (const p of order) lines.push(row(describePoint(results.points[p].overrides), results.points[p]));
+  for (const p of order) lines.push(row(describeOverrides(results.points[p].overrides), results.points[p]));
   lines.push('');
   return lines.join('\n');
 }
 
 function describeWeights(): string {
-  return Object.entries(profileWeights('platform'))
-    .filter(([key]) => key !== 'exhaustiveLimit' && key !== 'candidatePool')
-    .map(([key, value]) => `${key}=${value}`)
-    .join(', ');
+  return describeOverrides(Object.fromEntries(Object.entries(profileWeights('platform')).filter(([key]) => key !== 'exhaustiveLimit' && key !== 'candidatePool')));
 }

@@ -42,6 +42,7 @@ describe('tune (in-process, hash embedder)', () => {
   });
 
   it('searches every grid point once, chooses per held-out fold, and reruns on the same data directory to the same figures', async () => {
+    const logged: string[] = [];
     const run = () =>
       tune({
         benchmark: 'locomo',
@@ -51,7 +52,7 @@ describe('tune (in-process, hash embedder)', () => {
         grid: [['questionTurnPenalty', [0, 0.5]], ['decayWeight', [0]]],
         makeEmbedder: () => new HashEmbedder(),
         command: 'test',
-        log: () => {},
+        log: (line) => logged.push(line),
         quiet: true,
       });
     const results = await run();
@@ -66,7 +67,9 @@ describe('tune (in-process, hash embedder)', () => {
     expect(report).toContain('| 0 | conv-a | 2 |');
     expect(report).toContain('cross-validated');
     // The same data directory: nothing is stored twice and the figures are the same.
+    logged.length = 0;
     const again = await run();
+    expect(logged).toContainEqual(expect.stringMatching(/^ingest: 0 of \d+ Adds stored now/));
     expect(again.points.map((p) => p.headline.turn.recall[10])).toEqual(results.points.map((p) => p.headline.turn.recall[10]));
   }, 60_000);
 });
