@@ -2,10 +2,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
-/**
+/*
  * The only reader of environment variables. Command-line flags (already parsed by the CLI)
  * override the environment, which overrides the defaults below. `.env.example` documents each.
  */
+
 /**
  * The default build of the local model: int8, ~3x less encoder CPU than the float one. Issue 12's
  * rule allows it while int8 loses at most 0.5 points of dev recall@10 on either set: with sessions

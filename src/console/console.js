@@ -65,10 +65,10 @@ function button(label, className, onClick) {
 }
 
 /** One memory as a list item: text, tags, time, score and explanation when given, and a guarded delete. */
-function memoryItem(memory, { score, explanation, content } = {}) {
+function memoryItem(memory, { score, explanation } = {}) {
   const item = element('li', 'memory');
   item.dataset.id = memory.id;
-  item.append(element('p', 'text', content ?? memory.text));
+  item.append(element('p', 'text', memory.text));
   const meta = element('div', 'meta');
   if (score !== undefined) meta.append(element('span', 'score', `score ${score.toFixed(3)}`));
   for (const tag of memory.tags) meta.append(element('span', 'tag', tag));

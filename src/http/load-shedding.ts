@@ -35,7 +35,7 @@ export async function registerLoadShedding(app: FastifyInstance, options: LoadSh
       // fires after the sample is taken). That says nothing of the delay, so it sheds nothing;
       // a real lag above the threshold shows as a finite mean in the next sample.
       if (value === undefined || !Number.isFinite(value)) return;
-      const delay = Math.round(value ?? 0);
+      const delay = Math.round(value);
       if (delay !== lastWarned) request.log.warn({ type, value: delay }, 'overloaded: shedding requests');
       lastWarned = delay;
       throw createError('OVERLOADED', `Service is overloaded (event-loop delay ${delay} ms): retry shortly`);

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_MESSAGE_CHARS } from '../http/request-limits.js';
 
 /**
  * The MemoryPool protocol's request shapes, shared by the HTTP routes, /invoke and the CLI's
@@ -9,8 +10,8 @@ export const DEFAULT_USER = 'default';
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIMIT = 1000;
-/** A memory's text, in characters: the platform's per-message bound (src/http/request-limits.ts), for the same reason. */
-export const MAX_TEXT_CHARS = 200_000;
+/** A memory's text, in characters: the platform's per-message bound, for the same reason. */
+export const MAX_TEXT_CHARS = MAX_MESSAGE_CHARS;
 
 const nonBlank = (field: string) =>
   z
