@@ -16,10 +16,9 @@ import { ADD_CLIENTS, measureAdd, measureEncoder, summarizeEncoder } from './add
 import { checkAdd, LoopbackClient, round } from './http-load.js';
 import { serverEncoder } from './server-encoder.js';
 import { ServerProcess } from './server-process.js';
-import { addChunks, loadWorkload, strided } from './workload.js';
+import { addChunks, DEFAULT_LOCOMO, loadWorkload, strided } from './workload.js';
 
 const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
-const DEFAULT_LOCOMO = path.resolve(PACKAGE_ROOT, '..', 'shared', 'datasets', 'locomo10-dev.json');
 const ADD_USERS = 128;
 
 const started = performance.now();

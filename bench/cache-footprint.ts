@@ -18,7 +18,7 @@ import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
 import { round } from './http-load.js';
 import { gaussianSource, randomUnitVector } from './scale-store.js';
 import { serverEncoder } from './server-encoder.js';
-import { loadWorkload, mulberry32 } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload, mulberry32 } from './workload.js';
 
 const MB = 1024 * 1024;
 
@@ -41,8 +41,7 @@ async function main(): Promise<void> {
   const memories = argument('--memories', 20);
   const budgetMb = argument('--budget-mb', 32);
   const { modelId, dimensions } = serverEncoder(); // identity only: the model is not loaded
-  const locomo = process.env.MEMORYPOOL_BENCH_LOCOMO ?? path.resolve('../shared/datasets/locomo10-dev.json');
-  const texts = (await loadWorkload(locomo)).conversations.flatMap((conversation) => conversation.turns);
+  const texts = (await loadWorkload(DEFAULT_LOCOMO)).conversations.flatMap((conversation) => conversation.turns);
   const gaussian = gaussianSource(mulberry32(users * memories));
   const vector = (): Float32Array => randomUnitVector(new Float32Array(dimensions), gaussian);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-cache-footprint-'));

@@ -7,21 +7,18 @@
  * dev sets is the eval's job: `npm run eval -- locomo ... --precision int8`.
  */
 import os from 'node:os';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { MODEL_PRECISIONS, OnnxEmbedder, type ModelPrecision } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { round } from './http-load.js';
-import { loadWorkload } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload } from './workload.js';
 
-const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { texts: { type: 'string', default: '1000' }, threads: { type: 'string' }, locomo: { type: 'string' } } });
   const wanted = Number(values.texts);
   const threads = values.threads === undefined ? undefined : Number(values.threads);
-  const workload = await loadWorkload(values.locomo ?? path.resolve(PACKAGE_ROOT, '..', 'shared', 'datasets', 'locomo10-dev.json'));
+  const workload = await loadWorkload(values.locomo ?? DEFAULT_LOCOMO);
   const turns = workload.conversations.flatMap((conversation) => conversation.turns).slice(0, wanted);
   // A message may split into several units; the cosine is per unit, the rate per message.
   const texts = turns.flatMap((turn) => splitIntoUnits(turn.content).map((text) => denseText({ text, role: turn.speaker, timeMs: turn.timeMs })));

@@ -19,7 +19,7 @@ import { MAX_ADD_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPT
 import { MAX_QUERY_CHARS } from '../src/memory/query-bounds.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type Answer, type LatencyStats } from './http-load.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
-import { loadWorkload, sessionAdds } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
 
 const MB = 1024 * 1024;
 
@@ -214,7 +214,6 @@ export async function measureHostileLoad(server: ServerProcess, options: Hostile
 // ---------------------------------------------------------------------------------------------
 // On its own: a server, one LoCoMo conversation as the searched user, the phase, a JSON summary.
 
-const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -227,7 +226,7 @@ async function main(): Promise<void> {
   });
   const started = performance.now();
   const log = (line: string) => process.stderr.write(`[hostile ${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${line}\n`);
-  const workload = await loadWorkload(values.locomo ?? path.resolve(PACKAGE_ROOT, '..', 'shared', 'datasets', 'locomo10-dev.json'));
+  const workload = await loadWorkload(values.locomo ?? DEFAULT_LOCOMO);
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-hostile-'));
   const loadAtStart = os.loadavg()[0];
   try {

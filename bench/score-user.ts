@@ -4,7 +4,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HashEmbedder } from '../src/embedding/hash-embedder.js';
 import { MemoryService } from '../src/memory/memory-service.js';
-import { loadWorkload, sessionAdds } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
 
 /**
  * `node dist/bench/score-user.js [locomo.json] [rounds]`: the in-process cost of scoring one
@@ -14,7 +14,7 @@ import { loadWorkload, sessionAdds } from './workload.js';
  * makes every figure noisier). A benchmark: it prints, it never fails.
  */
 async function main(): Promise<void> {
-  const locomoPath = process.argv[2] ?? '../shared/datasets/locomo10-dev.json';
+  const locomoPath = process.argv[2] ?? DEFAULT_LOCOMO;
   const rounds = Number(process.argv[3] ?? 5);
   const workload = await loadWorkload(locomoPath);
   const conversation = workload.conversations.reduce((a, b) => (b.turns.length > a.turns.length ? b : a));

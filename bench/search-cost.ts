@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import type { EmbedOptions, Embedder } from '../src/embedding/embedder.js';
 import { MemoryService } from '../src/memory/memory-service.js';
 import { serverEncoder } from './server-encoder.js';
-import { loadWorkload, sessionAdds } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
 
 /**
  * `node dist/bench/search-cost.js [--locomo <file>] [--rounds 4] [--base <dist dir>]`: what one
@@ -53,7 +53,7 @@ function precomputedQueries(encoder: Embedder): Embedder & { prepare(texts: read
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { locomo: { type: 'string', default: '../shared/datasets/locomo10-dev.json' }, rounds: { type: 'string', default: '4' }, base: { type: 'string' } } });
+  const { values } = parseArgs({ options: { locomo: { type: 'string', default: DEFAULT_LOCOMO }, rounds: { type: 'string', default: '4' }, base: { type: 'string' } } });
   const rounds = Number(values.rounds);
   const workload = await loadWorkload(values.locomo!);
   const conversations = [...workload.conversations].sort((a, b) => b.turns.length - a.turns.length).slice(0, 2);

@@ -1,5 +1,15 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The LoCoMo file the benches read unless told otherwise: `MEMORYPOOL_BENCH_LOCOMO`, else the dev
+ * split beside the checkout (dist/bench/ → the package → ../shared/datasets), wherever the bench is
+ * started from (a path relative to the working directory would quietly send generated texts).
+ */
+export const DEFAULT_LOCOMO =
+  process.env.MEMORYPOOL_BENCH_LOCOMO ?? path.resolve(fileURLToPath(new URL('../..', import.meta.url)), '..', 'shared', 'datasets', 'locomo10-dev.json');
 
 /**
  * The texts the bench sends: LoCoMo's conversations when the dataset is present (read in place,
