@@ -11,7 +11,7 @@ const DT = onnx.TensorProto.DataType;
  *
  *   DynamicQuantizeLinear(A) → MatMulInteger(A_q, W_q, A_zp, W_zp) → Cast(float) → Mul(A_scale·W_scale)
  *
- * with W quantized once, here, per output column and symmetrically (zero point 0). onnxruntime
+ * with W quantized once, here, per output column and symmetrically (below). onnxruntime
  * fuses that chain into its DynamicQuantizeMatMul kernel, so activations are quantized per call
  * and the product runs in integer arithmetic. Matmuls of two activations (attention) stay float.
  *
@@ -27,8 +27,6 @@ const WEIGHT_ZERO_POINT = 128;
 
 export interface QuantizeReport {
   matmuls: number;
-  floatBytes: number;
-  int8Bytes: number;
 }
 
 export function quantizeDynamic(modelBytes: Uint8Array): { bytes: Uint8Array; report: QuantizeReport } {
@@ -40,7 +38,7 @@ export function quantizeDynamic(modelBytes: Uint8Array): { bytes: Uint8Array; re
   for (const node of graph.node ?? []) for (const input of node.input ?? []) consumers.set(input, (consumers.get(input) ?? 0) + 1);
 
   const nodes: OnnxTypes.INodeProto[] = [];
-  const report: QuantizeReport = { matmuls: 0, floatBytes: 0, int8Bytes: 0 };
+  const report: QuantizeReport = { matmuls: 0 };
   const dropped = new Set<string>();
   for (const node of graph.node ?? []) {
     const weight = node.opType === 'MatMul' ? initializers.get(node.input![1]!) : undefined;
@@ -73,8 +71,6 @@ export function quantizeDynamic(modelBytes: Uint8Array): { bytes: Uint8Array; re
       { opType: 'Mul', input: [`${base}_float`, `${base}_scale`], output: [base], name: `${base}_rescale` },
     );
     report.matmuls++;
-    report.floatBytes += values.length * 4;
-    report.int8Bytes += q.length + cols * 5;
   }
   graph.node = nodes;
   graph.initializer = graph.initializer!.filter((init) => !dropped.has(init.name!));
@@ -96,7 +92,7 @@ function floatData(tensor: OnnxTypes.ITensorProto): Float32Array {
 }
 
 /** Row-major [rows, cols] → 8-bit weights and one scale per column (symmetric about the zero point 128). */
-export function quantizeColumns(values: Float32Array, rows: number, cols: number): { q: Uint8Array; scales: Float32Array } {
+function quantizeColumns(values: Float32Array, rows: number, cols: number): { q: Uint8Array; scales: Float32Array } {
   const scales = new Float32Array(cols);
   for (let r = 0; r < rows; r++) {
     for (let c = 0; c < cols; c++) scales[c] = Math.max(scales[c]!, Math.abs(values[r * cols + c]!));
