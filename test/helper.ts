@@ -23,6 +23,9 @@ export async function tempDir(prefix = 'memorypool-test-'): Promise<string> {
   return dir;
 }
 
+/** Resolves after `ms` milliseconds. */
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 export function testEmbedder(): Embedder {
   return new HashEmbedder({ dimensions: 64 });
 }

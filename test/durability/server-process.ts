@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { register } from '../helper.js';
+import { register, sleep } from '../helper.js';
 
 /**
  * The real server as a child process (`node --import tsx src/main.ts`), for the tests that must
@@ -57,7 +57,7 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+export { sleep };
 
 /** Starts the server and resolves once /health answers; retries once on a port taken meanwhile. */
 export async function startServerProcess(options: StartOptions): Promise<ServerProcess> {

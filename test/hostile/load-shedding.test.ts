@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
-import { openService, register } from '../helper.js';
+import { openService, register, sleep } from '../helper.js';
 
 /** 503 with retry-after while the event loop lags (src/http/load-shedding.ts), and only then. */
 
@@ -13,7 +13,6 @@ async function appWithShedding(maxEventLoopDelayMs: number, sampleIntervalMs = 5
   return app;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const search = { method: 'POST' as const, url: '/search', payload: { query: 'q', user_id: 'u', top_k: 5 } };
 
 /** Keeps the event loop blocked `blockMs` out of every ~`blockMs` until stopped: a process hopelessly behind. */

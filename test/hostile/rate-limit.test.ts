@@ -3,7 +3,7 @@ import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import type { RateLimitOptions } from '../../src/http/rate-limit.js';
 import { silentLogger } from '../../src/logger.js';
-import { openService, register } from '../helper.js';
+import { openService, register, sleep } from '../helper.js';
 import { startEdgeServer } from './edge-server.js';
 
 /** Optional per-token rate limits (src/http/rate-limit.ts): 429 with retry-after past the limit, never when off. */
@@ -52,7 +52,7 @@ describe('rate limits', () => {
     const app = await appWithLimit({ max: 1, windowMs: 300 }, []);
     expect((await app.inject(search())).statusCode).toBe(200);
     expect((await app.inject(search())).statusCode).toBe(429);
-    await new Promise((resolve) => setTimeout(resolve, 400));
+    await sleep(400);
     expect((await app.inject(search())).statusCode).toBe(200);
   });
 

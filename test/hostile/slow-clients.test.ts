@@ -1,5 +1,6 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { sleep } from '../helper.js';
 import { startEdgeServer } from './edge-server.js';
 
 /**
@@ -90,7 +91,7 @@ describe('slow clients', () => {
     const lorises = Array.from({ length: 200 }, (_, i) =>
       trickle(server.url, `POST /search HTTP/1.1\r\nHost: localhost\r\nX-Client: ${i}\r\n`, 'X-Slow: a\r\n', 100, 10_000),
     );
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     const started = Date.now();
     const response = await fetch(`${server.url}/search`, {
       method: 'POST',

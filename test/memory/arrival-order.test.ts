@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { ArrivalOrder } from '../../src/memory/arrival-order.js';
-import { openService } from '../helper.js';
+import { openService, sleep } from '../helper.js';
 
 /** The hash embedder, but each call's vectors are handed back only when the test says so. */
 class GatedEmbedder implements Embedder {
@@ -18,7 +18,7 @@ class GatedEmbedder implements Embedder {
     return new Promise((resolve, reject) => this.waiting.push(() => this.inner.embed(texts, options).then(resolve, reject)));
   }
   async waitFor(calls: number): Promise<void> {
-    while (this.waiting.length < calls) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (this.waiting.length < calls) await sleep(5);
   }
 }
 
@@ -41,14 +41,14 @@ describe('ArrivalOrder', () => {
     void a2.turn.then(() => seen.push('a2'));
     void b1.turn.then(() => seen.push('b1'));
     await a1.turn;
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
     expect(seen).toEqual(['b1']);
     a1.leave();
     await a2.turn;
     expect(seen).toEqual(['b1', 'a2']);
     a2.leave();
     b1.leave();
-    await new Promise((resolve) => setTimeout(resolve, 0));
+    await sleep(0);
     expect(order.size).toBe(0);
   });
 });
@@ -63,7 +63,7 @@ describe('Adds of one session sent at once', () => {
     await embedder.waitFor(2);
     // The second half's vectors come back first.
     embedder.waiting[1]();
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await sleep(20);
     embedder.waiting[0]();
     expect(await Promise.all([first, second])).toEqual([
       { stored: true, units: 2 },
