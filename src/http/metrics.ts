@@ -48,19 +48,17 @@ export class ServiceMetrics {
       },
     };
 
-    // One stats() call per scrape feeds the three pool gauges.
-    let scrape: ReturnType<MemoryService['stats']> | null = null;
-    const stats = () => (scrape ??= service.stats().finally(() => setImmediate(() => (scrape = null))));
-    new Gauge({ name: 'memorypool_memories', help: 'Memories held', registers, collect: async function () { this.set((await stats()).count); } });
-    new Gauge({ name: 'memorypool_users', help: 'Users with memories', registers, collect: async function () { this.set((await stats()).users); } });
+    // From the store's pool-wide counts (one query on PostgreSQL, known or cached per user for
+    // JSONL), not from /mem/stats' per-user figures: a scrape every few seconds must not read
+    // every user's rows or files.
+    new Gauge({ name: 'memorypool_memories', help: 'Memories held', registers, collect: async function () { this.set(await service.memoryCount()); } });
+    new Gauge({ name: 'memorypool_users', help: 'Users with memories', registers, collect: async function () { this.set(await service.userCount()); } });
     new Gauge({
       name: 'memorypool_index_rebuilds_in_progress',
       help: "Users whose HNSW index is still being read or rebuilt (their searches score exhaustively meanwhile)",
       registers,
-      collect: async function () {
-        // A user not held in memory (stats no longer load anyone) has no index being read.
-        this.set((await stats()).per_user.filter((user) => user.count > 0 && !user.index.complete && (user.index.loaded || user.index.vectors > 0)).length);
-      },
+      // A user not held in memory has no index being read.
+      collect: function () { this.set(service.indexesInProgress()); },
     });
 
     // The encoder's figures exist only where its calls are pooled (the ONNX and HTTP embedders,

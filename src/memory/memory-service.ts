@@ -209,6 +209,19 @@ export class MemoryService {
     return this.total;
   }
 
+  /** Users with at least one memory stored, every user loaded or not, without loading anyone. */
+  userCount(): Promise<number> {
+    return this.store.countUsers();
+  }
+
+  /** Users held here whose HNSW index is still being read, rebuilt or filled (they score exhaustively meanwhile). */
+  indexesInProgress(): number {
+    return this.cache.loaded.filter((state) => {
+      const index = indexStats(state);
+      return state.records.size > 0 && !index.complete && (index.loaded || index.vectors > 0);
+    }).length;
+  }
+
   async addMemory(input: NewMemory): Promise<Memory> {
     return this.track(async () => {
       const now = Date.now();

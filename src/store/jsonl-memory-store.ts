@@ -56,18 +56,27 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   async countMemories(): Promise<number> {
-    let total = 0;
+    return (await this.countsByUser()).reduce((sum, count) => sum + count, 0);
+  }
+
+  async countUsers(): Promise<number> {
+    return (await this.countsByUser()).filter((count) => count > 0).length;
+  }
+
+  /** Each user's memory count, from what this store knows of it, else its file's lines (counted once). */
+  private async countsByUser(): Promise<number[]> {
+    const counts: number[] = [];
     for (const userId of await this.listUsers()) {
       const head = this.heads.get(userId);
       if (head) {
-        total += head.count;
+        counts.push(head.count);
         continue;
       }
       let lines = this.lineCounts.get(userId);
       if (lines === undefined) this.lineCounts.set(userId, (lines = await this.files.countRecords(userId)));
-      total += lines;
+      counts.push(lines);
     }
-    return total;
+    return counts;
   }
 
   userCounts(userId: string): Promise<{ count: number; sessions: number }> {

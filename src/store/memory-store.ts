@@ -23,6 +23,8 @@ export interface MemoryStore {
   listUsers(): Promise<string[]>;
   /** Memories stored in all, without loading any user into a cache. */
   countMemories(): Promise<number>;
+  /** Users with at least one memory stored, without loading any user into a cache. */
+  countUsers(): Promise<number>;
   /** How many memories and distinct sessions the user has stored, without loading the user. */
   userCounts(userId: string): Promise<{ count: number; sessions: number }>;
   /** Bytes the user's memories take in storage (files, or table rows). */

@@ -96,6 +96,11 @@ export class PostgresStore implements MemoryStore {
     return Number(rows[0].total);
   }
 
+  async countUsers(): Promise<number> {
+    const { rows } = await this.query<{ users: string }>('SELECT count(*) AS users FROM users WHERE memory_count > 0');
+    return Number(rows[0].users);
+  }
+
   async userCounts(userId: string): Promise<{ count: number; sessions: number }> {
     const { rows } = await this.query<{ count: string; sessions: string }>(
       "SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories WHERE user_id = $1",

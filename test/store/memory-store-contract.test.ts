@@ -176,6 +176,18 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
     expect(again.version).not.toBe(before);
     expect(await store.listUsers()).toEqual(['gone', 'kept']);
     expect(await store.countMemories()).toBe(2);
+    expect(await store.countUsers()).toBe(2);
+  });
+
+  it('counts the users with memories: not one whose memories were all deleted, nor one never written', async () => {
+    const { store } = await open();
+    expect(await store.countUsers()).toBe(0);
+    const emptied = (await store.append('emptied', [draft('emptied', 'x')]))!;
+    await store.append('kept', [draft('kept', 'y'), draft('kept', 'z')]);
+    expect(await store.countUsers()).toBe(2);
+    await store.remove('emptied', [emptied.records[0].id]);
+    expect(await store.countUsers()).toBe(1);
+    expect(await store.countMemories()).toBe(2);
   });
 
   it('replaces vectors after a model change without moving the version', async () => {
