@@ -119,7 +119,11 @@ export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.Process
   return parsed.data;
 }
 
-/** `MEMORYPOOL_CACHE_MB` in bytes, as `MemoryService` takes it; undefined keeps every loaded user. */
-export function cacheBytes(config: Pick<Config, 'cacheMb'>): number | undefined {
-  return config.cacheMb === undefined ? undefined : config.cacheMb * 1024 * 1024;
+/**
+ * Where the service keeps memories and how many of them it holds, as `MemoryService.open` takes
+ * it: the server and every command open the pool the same way (the data directory, or PostgreSQL
+ * with a database URL; `MEMORYPOOL_CACHE_MB` in bytes, undefined keeping every loaded user).
+ */
+export function storeOptions(config: Pick<Config, 'dataDir' | 'databaseUrl' | 'cacheMb'>): { dataDir: string; databaseUrl?: string; cacheBytes?: number } {
+  return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, cacheBytes: config.cacheMb === undefined ? undefined : config.cacheMb * 1024 * 1024 };
 }
