@@ -18,7 +18,7 @@ export interface TestDatabase {
 
 /** A new, empty database; the caller drops it (use `freshDatabase` inside a test). */
 export async function createTestDatabase(): Promise<TestDatabase> {
-  const serverUrl = inject('postgresUrl');
+  const serverUrl = postgresServerUrl();
   const name = `memorypool_test_${randomBytes(6).toString('hex')}`;
   await adminQuery(serverUrl, `CREATE DATABASE ${name}`);
   const url = new URL(serverUrl);
@@ -46,6 +46,13 @@ export async function withClient<T>(url: string, work: (client: pg.Client) => Pr
   } finally {
     await client.end();
   }
+}
+
+/** The run's server, or the reason it could not be started (global setup), as this suite's failure. */
+export function postgresServerUrl(): string {
+  const url = inject('postgresUrl');
+  if (url === '') throw new Error(`no PostgreSQL server for this suite: ${inject('postgresError') ?? 'the global setup started none'}`);
+  return url;
 }
 
 async function adminQuery(serverUrl: string, sql: string): Promise<void> {
