@@ -5,7 +5,7 @@ import path from 'node:path';
 import { storageError } from '../errors.js';
 
 /** The MemoryPool tool's own storage, at the data directory's root (memorypool keeps its users under `users/`). */
-export const LEGACY_FILE = 'memories.jsonl';
+const LEGACY_FILE = 'memories.jsonl';
 /** Written once the file's memories are durable in the pool: from then on the file is never read again. */
 const TAKEN_IN_FILE = `${LEGACY_FILE}.imported`;
 /** Held (created with O_EXCL) by the one process taking the file in, so two openers never embed it twice at once. */
