@@ -58,6 +58,8 @@ export function isAppError(error: unknown): error is AppError {
 
 /** Maps a failed filesystem call to the code a client can act on (retry later vs. give up). */
 export function storageError(cause: unknown): AppError {
+  // Already mapped by an inner call (a new user's folder written on its first append): its errno is in there.
+  if (isAppError(cause)) return cause;
   const errno = (cause as NodeJS.ErrnoException | undefined)?.code;
   const detail = errno === 'ENOSPC' ? 'disk is full' : errno ? `write failed (${errno})` : 'write failed';
   return createError('STORAGE_UNAVAILABLE', `Storage is unavailable: ${detail}`, { cause });

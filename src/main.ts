@@ -7,6 +7,7 @@ import { httpServerFactory, isTls } from './http/http-server.js';
 import { Authenticator } from './http/auth.js';
 import { createLogger, type Logger } from './logger.js';
 import { MemoryService } from './memory/memory-service.js';
+import { takeInLegacyMemories } from './protocol/legacy-take-in.js';
 
 export interface RunningServer {
   url: string;
@@ -21,6 +22,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const serverFactory = httpServerFactory(config);
   const embedder = createEmbedder(config);
   const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: true });
+  await takeInLegacyMemories(service, logger);
   const app = await buildApp({
     service,
     authenticator,

@@ -2,6 +2,7 @@ import { storeOptions, type Config } from '../config.js';
 import { createEmbedder } from '../embedding/create-embedder.js';
 import { createLogger } from '../logger.js';
 import { MemoryService, type MemoryServiceOptions } from '../memory/memory-service.js';
+import { takeInLegacyMemories } from '../protocol/legacy-take-in.js';
 
 /**
  * The service a command started from the shell runs on (the CLI's data commands, `memorypool
@@ -16,6 +17,7 @@ export async function openCommandService(
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
   const embedder = createEmbedder(config);
   const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: false, ...options });
+  await takeInLegacyMemories(service, logger);
   return {
     service,
     close: async () => {

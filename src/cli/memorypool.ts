@@ -132,10 +132,11 @@ program
 
 program
   .command('import')
-  .description('read memories from JSONL (as written by export); re-embeds when the model differs; repeatable')
+  .description('read memories from JSONL (as written by export, or the MemoryPool protocol\'s memories.jsonl); re-embeds when the model differs; skips malformed lines; repeatable')
   .argument('<file>', 'JSONL file, or - for stdin')
-  .action(async (file: string) => {
-    await withService((service) => importPool(service, file));
+  .option('--user-id <user_id>', 'owner of the lines that name no user, as in a MemoryPool memories.jsonl (default "default")')
+  .action(async (file: string, options: { userId?: string }) => {
+    await withService((service) => importPool(service, file, options));
   });
 
 program

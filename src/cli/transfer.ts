@@ -1,29 +1,11 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
-import { z } from 'zod';
-import { createError } from '../errors.js';
-import type { MemoryService, PortableRecord } from '../memory/memory-service.js';
+import type { MemoryService } from '../memory/memory-service.js';
+import { parseOr400 } from '../http/validation.js';
+import { readMemoryLines } from '../protocol/memory-file.js';
+import { userScopeSchema } from '../protocol/memorypool-schemas.js';
 import { Progress } from './progress.js';
-
-const portableRecordSchema = z.object({
-  id: z.string().min(1),
-  user_id: z.string().min(1),
-  text: z.string().refine((text) => text.trim() !== '', 'text must not be empty'),
-  tags: z.array(z.string()).default([]),
-  importance: z.number().min(0).max(1).default(0.5),
-  source: z.string().default('import'),
-  created_at: z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'created_at must be an ISO date'),
-  session_id: z.string().optional(),
-  role: z.string().optional(),
-  occurred_at: z.string().optional(),
-  request_id: z.string().optional(),
-  message_index: z.number().int().optional(),
-  part: z.number().int().optional(),
-  parts: z.number().int().optional(),
-  vec: z.string().optional(),
-  model: z.string().optional(),
-});
 
 /** Writes JSONL to a file or stdout; the summary goes to stderr so stdout stays pure data. */
 export async function exportPool(service: MemoryService, options: { user?: string; out?: string }): Promise<unknown> {
@@ -44,23 +26,18 @@ export async function exportPool(service: MemoryService, options: { user?: strin
   return undefined;
 }
 
-export async function importPool(service: MemoryService, file: string): Promise<unknown> {
+/**
+ * Imports a memories file: `memorypool export`'s, or the MemoryPool protocol's own (lines naming no
+ * user go to `userId`, else the default user). A line that is not a memory is skipped with a
+ * warning naming it, as the protocol does, and the import goes on.
+ */
+export async function importPool(service: MemoryService, file: string, options: { userId?: string } = {}): Promise<unknown> {
+  // Checked before the file is read, by the rule every door applies to a user id.
+  const { user_id: userId } = parseOr400(userScopeSchema, { user_id: options.userId });
   const input = file === '-' ? process.stdin : createReadStream(file);
-  const records: PortableRecord[] = [];
-  let lineNumber = 0;
-  for await (const line of createInterface({ input, crlfDelay: Infinity })) {
-    lineNumber++;
-    if (line.trim() === '') continue;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(line);
-    } catch {
-      throw createError('INVALID_PARAMETER', `${file}:${lineNumber}: not valid JSON`);
-    }
-    const result = portableRecordSchema.safeParse(parsed);
-    if (!result.success) throw createError('INVALID_PARAMETER', `${file}:${lineNumber}: ${result.error.issues[0].path.join('.')} ${result.error.issues[0].message}`);
-    records.push(result.data);
-  }
+  const { records, malformed, duplicates } = await readMemoryLines(createInterface({ input, crlfDelay: Infinity }), { userId });
+  for (const { line, reason } of malformed) process.stderr.write(`memorypool: ${file}:${line}: malformed line skipped (${reason})\n`);
+  for (const { line, reason } of duplicates) process.stderr.write(`memorypool: ${file}:${line}: duplicate line skipped (${reason})\n`);
   const progress = new Progress('import', records.length, 'memories');
   let reported = 0;
   const outcome = await service.importRecords(records, (done) => {
@@ -68,5 +45,5 @@ export async function importPool(service: MemoryService, file: string): Promise<
     reported = done;
   });
   progress.finish();
-  return outcome;
+  return { ...outcome, malformed: malformed.length, duplicates: duplicates.length };
 }

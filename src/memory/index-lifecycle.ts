@@ -23,6 +23,8 @@ export interface IndexLifecycleOptions {
   logger: Logger;
 }
 
+const FLUSH_FAILED = 'index cache flush failed; it is rebuilt from the stored vectors on the next start';
+
 /**
  * The per-user HNSW index: attached from its cache file (or built) when a user needs it, filled
  * in the background a slice at a time, flushed to its cache a moment after the last write. The
@@ -102,7 +104,8 @@ export class IndexLifecycle {
         await state.lock.run(() => (state.retired ? Promise.resolve() : this.attach(state)));
         if (!small) continue;
         await state.indexCompletion;
-        await this.flush(state);
+        // Not saved (a full disk): the index stays in memory, and the log says what failed.
+        await this.flush(state).catch((error) => this.options.logger.warn({ err: errorMessage(error) }, FLUSH_FAILED));
         await state.lock.run(async () => {
           if (state.retired || state.indexDirty || !state.corpus.vectorIndexComplete || state.records.size > this.options.exhaustiveLimit) return;
           state.indexOnDisk = { vectors: state.corpus.vectors!.size };
@@ -120,7 +123,7 @@ export class IndexLifecycle {
     if (state.flushTimer) clearTimeout(state.flushTimer);
     state.flushTimer = setTimeout(() => {
       state.flushTimer = null;
-      this.flush(state).catch((error) => this.options.logger.warn({ err: errorMessage(error) }, 'index cache flush failed; it is rebuilt from the stored vectors on the next start'));
+      this.flush(state).catch((error) => this.options.logger.warn({ err: errorMessage(error) }, FLUSH_FAILED));
     }, this.options.flushDelayMs);
     state.flushTimer.unref();
   }

@@ -1,3 +1,4 @@
+import { open } from 'node:fs/promises';
 import hnswlib from 'hnswlib-node';
 
 /** Links per node; a saved graph's size and load time follow from it (the bench's scale store builds with it too). */
@@ -108,5 +109,44 @@ export class VectorIndex {
   /** Serialises the index. hnswlib writes on a worker thread without locking: the caller must not add meanwhile. */
   async write(file: string): Promise<void> {
     await this.index.writeIndex(file);
+    // hnswlib does not report a failed write: a full disk leaves a short file and no error.
+    // Checked here, before the caller records the file's checksum and trusts it at the next start.
+    if (!(await isWholeIndexFile(file))) throw new Error(`HNSW index file cut short while writing (is the disk full?): ${file}`);
+  }
+}
+
+/** hnswlib's header: six size_t, an int and a uint32, five more 8-byte fields. */
+const HEADER_BYTES = 96;
+
+/**
+ * Whether the file holds all hnswlib wrote: the header, `count × bytesPerElement` bytes of level 0,
+ * then per element a uint32 length and that many bytes of upper-level links, and nothing after
+ * (the same walk hnswlib's reader makes before it trusts the sizes).
+ */
+async function isWholeIndexFile(file: string): Promise<boolean> {
+  const handle = await open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    if (size < HEADER_BYTES) return false;
+    const header = Buffer.alloc(HEADER_BYTES);
+    await handle.read(header, 0, HEADER_BYTES, 0);
+    const count = Number(header.readBigUInt64LE(16));
+    const linksStart = HEADER_BYTES + count * Number(header.readBigUInt64LE(24));
+    if (linksStart > size) return false;
+    const links = Buffer.alloc(size - linksStart);
+    let read = 0;
+    while (read < links.length) {
+      const { bytesRead } = await handle.read(links, read, links.length - read, linksStart + read);
+      if (bytesRead === 0) return false;
+      read += bytesRead;
+    }
+    let at = 0;
+    for (let i = 0; i < count; i++) {
+      if (at + 4 > links.length) return false;
+      at += 4 + links.readUInt32LE(at);
+    }
+    return at === links.length;
+  } finally {
+    await handle.close();
   }
 }

@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helper.js';
+import { LEGACY_DUPLICATE_LINE, LEGACY_GOOD, LEGACY_MALFORMED_LINES, legacyFileText } from '../support/memorypool-file.js';
 import { freshDatabase } from '../support/postgres.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -39,13 +40,40 @@ describe('moving a pool from the JSONL store to PostgreSQL', () => {
 
     const imported = await run(['import', file, '--database-url', databaseUrl]);
     expect(imported.code, imported.stderr).toBe(0);
-    expect(imported.json).toEqual({ imported: 2, skipped: 0, reembedded: 0 });
-    expect((await run(['import', file, '--database-url', databaseUrl])).json).toEqual({ imported: 0, skipped: 2, reembedded: 0 });
+    expect(imported.json).toEqual({ imported: 2, skipped: 0, reembedded: 0, malformed: 0, duplicates: 0 });
+    expect((await run(['import', file, '--database-url', databaseUrl])).json).toEqual({ imported: 0, skipped: 2, reembedded: 0, malformed: 0, duplicates: 0 });
 
     const searched = await run(['--database-url', databaseUrl, 'search', 'wifi password', '--user', 'ana']);
     expect(searched.json[0]).toMatchObject({ text: 'The wifi password is hunter2', tags: ['home'] });
     // The environment variable selects the store as well.
     const stats = await run(['stats'], { MEMORYPOOL_DATABASE_URL: databaseUrl, MEMORYPOOL_DATA_DIR: await tempDir() });
     expect(stats.json).toMatchObject({ count: 2, users: 2 });
+  });
+});
+
+describe('importing a MemoryPool memories file', () => {
+  it('imports the good lines for the default user or --user-id, skips each malformed and duplicate line with a warning naming it, and can be repeated', async () => {
+    const dataDir = await tempDir();
+    const file = path.join(await tempDir(), 'memories.jsonl');
+    await writeFile(file, legacyFileText());
+    const jsonl = ['--data-dir', dataDir];
+
+    const imported = await run([...jsonl, 'import', file]);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(imported.json).toEqual({ imported: 3, skipped: 0, reembedded: 3, malformed: 6, duplicates: 1 });
+    for (const line of LEGACY_MALFORMED_LINES) expect(imported.stderr).toContain(`${file}:${line}: malformed line skipped`);
+    expect(imported.stderr).toContain(`${file}:${LEGACY_DUPLICATE_LINE}: duplicate line skipped (id "mem-dog" already on line 1)`);
+    const dog = await run([...jsonl, 'get', 'mem-dog']);
+    expect(dog.json).toEqual({ ...LEGACY_GOOD[0], user_id: 'default' });
+
+    const forAna = await run([...jsonl, 'import', file, '--user-id', 'ana']);
+    expect(forAna.json).toMatchObject({ imported: 3, skipped: 0 });
+    const searched = await run([...jsonl, 'search', 'sunsets by the lake', '--user', 'ana']);
+    expect(searched.json[0]).toMatchObject({ ...LEGACY_GOOD[2], created_at: '2023-07-15T08:30:00.000Z', user_id: 'ana' });
+    expect((await run([...jsonl, 'import', file])).json).toMatchObject({ imported: 0, skipped: 3 });
+    expect((await run([...jsonl, 'stats'])).json).toMatchObject({ count: 6, users: 2 });
+
+    const blankUser = await run([...jsonl, 'import', file, '--user-id', ' ']);
+    expect(blankUser.code).toBe(2);
   });
 });
