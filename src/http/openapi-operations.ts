@@ -11,7 +11,7 @@ import {
   scoredMemorySchema,
   searchAnswerSchema,
 } from '../protocol/response-schemas.js';
-import { addRequestSchema, searchRequestSchema } from './platform-routes.js';
+import { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 
 /**
  * What the OpenAPI document says about each route, keyed as fastify registers it

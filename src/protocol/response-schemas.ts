@@ -40,6 +40,9 @@ export const poolStatsSchema = z
     count: z.number().int(),
     users: z.number().int(),
     embedder: z.object({ model: z.string(), dimensions: z.number().int() }),
+    cache: z
+      .object({ users: z.number().int(), estimated_bytes: z.number().int(), budget_bytes: z.number().int().nullable() })
+      .meta({ description: 'The users this process holds in memory, their estimated size and the budget (null: none)' }),
     per_user: z.array(
       z.object({
         user_id: z.string(),
