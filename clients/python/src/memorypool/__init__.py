@@ -1,0 +1,56 @@
+"""memorypool: the Python client of the memorypool long-term memory service (standard library only)."""
+
+from ._client import DEFAULT_URL, MemoryPoolClient
+from ._errors import (
+    APIConnectionError,
+    APITimeoutError,
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    InternalServerError,
+    MemoryPoolError,
+    NotFoundError,
+    PermissionDeniedError,
+    RateLimitError,
+    UnprocessableEntityError,
+)
+from ._types import (
+    AddAnswer,
+    Deleted,
+    DeletedUser,
+    Health,
+    Memory,
+    MemoryHistory,
+    Message,
+    PoolStats,
+    ScoredMemory,
+    SearchAnswer,
+    ValidationIssue,
+)
+
+__all__ = [
+    "DEFAULT_URL",
+    "MemoryPoolClient",
+    "MemoryPoolError",
+    "BadRequestError",
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "NotFoundError",
+    "ConflictError",
+    "UnprocessableEntityError",
+    "RateLimitError",
+    "InternalServerError",
+    "APIConnectionError",
+    "APITimeoutError",
+    "AddAnswer",
+    "Deleted",
+    "DeletedUser",
+    "Health",
+    "Memory",
+    "MemoryHistory",
+    "Message",
+    "PoolStats",
+    "ScoredMemory",
+    "SearchAnswer",
+    "ValidationIssue",
+]
