@@ -2,28 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { openCommandService } from './cli/command-service.js';
 import { errorFromAnswer, APIUserAbortError, type MemoryPoolError } from './client/errors.js';
 import { memoryQuery } from './client/query.js';
-import type {
-  AddAnswer,
-  AddParams,
-  Deleted,
-  DeletedUser,
-  Health,
-  InvokePayload,
-  ListParams,
-  Memory,
-  MemoryHistory,
-  MemoryPoolApi,
-  PoolStats,
-  RecallParams,
-  RememberParams,
-  RequestOptions,
-  ScoredMemory,
-  SearchAnswer,
-  SearchParams,
-  StatsParams,
-  UpdateParams,
-  UserScope,
-} from './client/types.js';
+import type * as api from './client/types.js';
 import { loadConfig, type ConfigInput } from './config.js';
 import { createError, isAppError } from './errors.js';
 import type { MemoryService } from './memory/memory-service.js';
@@ -40,7 +19,7 @@ import { parseOr400 } from './http/validation.js';
 export type OpenOptions = Partial<Pick<ConfigInput, 'dataDir' | 'databaseUrl' | 'embedder' | 'modelDir' | 'modelPrecision' | 'cacheMb' | 'topKMax' | 'logLevel' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'>>;
 
 /** The in-process pool: the HTTP client's methods, answers and errors, with the service in this process. */
-export interface MemoryPool extends MemoryPoolApi {
+export interface MemoryPool extends api.MemoryPoolApi {
   /** Writes the index caches, closes the store and the encoder. The pool answers nothing after. */
   close(): Promise<void>;
 }
@@ -72,60 +51,60 @@ class InProcessPool implements MemoryPool {
     private readonly topKMax: number,
   ) {}
 
-  add(params: AddParams, options?: RequestOptions): Promise<AddAnswer> {
+  add(params: api.AddParams, options?: api.RequestOptions): Promise<api.AddAnswer> {
     return this.run(options, () => platformAdd(this.service, { ...params, request_id: params.request_id ?? randomUUID() }, NO_SCOPE));
   }
 
-  search(params: SearchParams, options?: RequestOptions): Promise<SearchAnswer> {
+  search(params: api.SearchParams, options?: api.RequestOptions): Promise<api.SearchAnswer> {
     return this.run(options, () => platformSearch(this.service, params, this.topKMax, NO_SCOPE));
   }
 
-  remember(params: RememberParams, options?: RequestOptions): Promise<Memory> {
-    return this.action('add', params, options) as Promise<Memory>;
+  remember(params: api.RememberParams, options?: api.RequestOptions): Promise<api.Memory> {
+    return this.action('add', params, options) as Promise<api.Memory>;
   }
 
-  recall(params: RecallParams, options?: RequestOptions): Promise<ScoredMemory[]> {
-    return this.action('search', memoryQuery(params), options) as Promise<ScoredMemory[]>;
+  recall(params: api.RecallParams, options?: api.RequestOptions): Promise<api.ScoredMemory[]> {
+    return this.action('search', memoryQuery(params), options) as Promise<api.ScoredMemory[]>;
   }
 
-  list(params: ListParams = {}, options?: RequestOptions): Promise<Memory[]> {
-    return this.action('list', memoryQuery(params), options) as Promise<Memory[]>;
+  list(params: api.ListParams = {}, options?: api.RequestOptions): Promise<api.Memory[]> {
+    return this.action('list', memoryQuery(params), options) as Promise<api.Memory[]>;
   }
 
-  get(id: string, params: UserScope = {}, options?: RequestOptions): Promise<Memory> {
-    return this.action('get', { ...params, id }, options) as Promise<Memory>;
+  get(id: string, params: api.UserScope = {}, options?: api.RequestOptions): Promise<api.Memory> {
+    return this.action('get', { ...params, id }, options) as Promise<api.Memory>;
   }
 
   /** Through the /invoke router's `update` action (issue 16). */
-  update(id: string, params: UpdateParams, options?: RequestOptions): Promise<Memory> {
-    return this.invoke({ tool: 'memorypool', invoked_by: 'in-process', params: { ...params, action: 'update', id } }, options) as Promise<Memory>;
+  update(id: string, params: api.UpdateParams, options?: api.RequestOptions): Promise<api.Memory> {
+    return this.invoke({ tool: 'memorypool', invoked_by: 'in-process', params: { ...params, action: 'update', id } }, options) as Promise<api.Memory>;
   }
 
   /** Through the /invoke router's `history` action (issue 16). */
-  history(id: string, params: UserScope = {}, options?: RequestOptions): Promise<MemoryHistory> {
-    return this.invoke({ tool: 'memorypool', invoked_by: 'in-process', params: { ...params, action: 'history', id } }, options) as Promise<MemoryHistory>;
+  history(id: string, params: api.UserScope = {}, options?: api.RequestOptions): Promise<api.MemoryHistory> {
+    return this.invoke({ tool: 'memorypool', invoked_by: 'in-process', params: { ...params, action: 'history', id } }, options) as Promise<api.MemoryHistory>;
   }
 
-  forget(id: string, params: UserScope = {}, options?: RequestOptions): Promise<Deleted> {
-    return this.action('delete', { ...params, id }, options) as Promise<Deleted>;
+  forget(id: string, params: api.UserScope = {}, options?: api.RequestOptions): Promise<api.Deleted> {
+    return this.action('delete', { ...params, id }, options) as Promise<api.Deleted>;
   }
 
-  stats(params: StatsParams = {}, options?: RequestOptions): Promise<PoolStats> {
-    return this.action('stats', params, options) as Promise<PoolStats>;
+  stats(params: api.StatsParams = {}, options?: api.RequestOptions): Promise<api.PoolStats> {
+    return this.action('stats', params, options) as Promise<api.PoolStats>;
   }
 
-  deleteUser(userId: string, options?: RequestOptions): Promise<DeletedUser> {
+  deleteUser(userId: string, options?: api.RequestOptions): Promise<api.DeletedUser> {
     return this.run(options, async () => {
       const { user_id: checked } = parseOr400(userScopeSchema, { user_id: userId });
       return { deleted_user: checked!, deleted: await this.service.deleteUser(checked!) };
     });
   }
 
-  invoke(payload: InvokePayload, options?: RequestOptions): Promise<unknown> {
+  invoke(payload: api.InvokePayload, options?: api.RequestOptions): Promise<unknown> {
     return this.run(options, () => invoke(this.service, payload, NO_SCOPE));
   }
 
-  health(options?: RequestOptions): Promise<Health> {
+  health(options?: api.RequestOptions): Promise<api.Health> {
     return this.run(options, async () => ({ ok: true as const, service: 'memorypool' as const, count: await this.service.memoryCount() }));
   }
 
@@ -135,11 +114,11 @@ class InProcessPool implements MemoryPool {
     await this.closeService();
   }
 
-  private action(action: Action, params: object, options?: RequestOptions): Promise<unknown> {
+  private action(action: Action, params: object, options?: api.RequestOptions): Promise<unknown> {
     return this.run(options, () => runAction(this.service, action, params as Record<string, unknown>, NO_SCOPE, MEM_SOURCE));
   }
 
-  private async run<T>(options: RequestOptions | undefined, work: () => Promise<T>): Promise<T> {
+  private async run<T>(options: api.RequestOptions | undefined, work: () => Promise<T>): Promise<T> {
     if (options?.signal?.aborted) throw new APIUserAbortError('The call was aborted');
     try {
       if (this.closed) throw createError('SHUTTING_DOWN', 'The pool is closed');

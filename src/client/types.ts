@@ -2,16 +2,7 @@ import type { z } from 'zod';
 import type { invokePayloadSchema } from '../protocol/invoke.js';
 import type { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
-import type {
-  addAnswerSchema,
-  deletedSchema,
-  deletedUserSchema,
-  healthSchema,
-  memorySchema,
-  poolStatsSchema,
-  scoredMemorySchema,
-  searchAnswerSchema,
-} from '../protocol/response-schemas.js';
+import type * as answers from '../protocol/response-schemas.js';
 
 /**
  * What the clients send and receive, inferred from the zod schemas the server validates requests
@@ -23,14 +14,14 @@ import type {
 /** A memory's free-form metadata (issue 16: stored on memories, filtered on with `meta.<key>`). */
 export type MemoryMetadata = Record<string, unknown>;
 
-export type Memory = z.infer<typeof memorySchema> & { metadata?: MemoryMetadata; version?: number; updated_at?: string };
-export type ScoredMemory = z.infer<typeof scoredMemorySchema> & { metadata?: MemoryMetadata; version?: number; updated_at?: string };
-export type PoolStats = z.infer<typeof poolStatsSchema>;
-export type Health = z.infer<typeof healthSchema>;
-export type Deleted = z.infer<typeof deletedSchema>;
-export type DeletedUser = z.infer<typeof deletedUserSchema>;
-export type AddAnswer = z.infer<typeof addAnswerSchema>;
-export type SearchAnswer = z.infer<typeof searchAnswerSchema>;
+export type Memory = z.infer<typeof answers.memorySchema> & { metadata?: MemoryMetadata; version?: number; updated_at?: string };
+export type ScoredMemory = z.infer<typeof answers.scoredMemorySchema> & { metadata?: MemoryMetadata; version?: number; updated_at?: string };
+export type PoolStats = z.infer<typeof answers.poolStatsSchema>;
+export type Health = z.infer<typeof answers.healthSchema>;
+export type Deleted = z.infer<typeof answers.deletedSchema>;
+export type DeletedUser = z.infer<typeof answers.deletedUserSchema>;
+export type AddAnswer = z.infer<typeof answers.addAnswerSchema>;
+export type SearchAnswer = z.infer<typeof answers.searchAnswerSchema>;
 
 /** The platform's Add; `request_id` is optional here: the client makes one (and keeps it across retries). */
 export type AddParams = Omit<z.input<typeof addRequestSchema>, 'request_id'> & { request_id?: string };
