@@ -71,6 +71,16 @@ describe('the TypeScript client against a socket that misbehaves on cue', () => 
     if (entry.expect.minElapsedMs) expect(elapsed).toBeGreaterThanOrEqual(entry.expect.minElapsedMs);
   });
 
+  it('takes retries and timeoutMs per call too', async () => {
+    const client = new MemoryPoolClient({ url: server.url, retries: 2, retryDelayMs: 1, timeoutMs: 2000 });
+    server.arm([{ status: 503, headers: { 'retry-after': '0' } }]);
+    await expect(client.stats({}, { retries: 0 })).rejects.toMatchObject({ name: 'InternalServerError', status: 503 });
+    expect(server.attempts()).toHaveLength(1);
+    server.arm([{ status: 200, body: [], delayMs: 1000 }]);
+    await expect(client.list({}, { timeoutMs: 100, retries: 0 })).rejects.toMatchObject({ name: 'APITimeoutError' });
+    expect(server.attempts()).toHaveLength(1);
+  });
+
   it('stops waiting when the caller aborts, and does not retry', async () => {
     server.arm([{ status: 200, body: [], delayMs: 1000 }]);
     const client = new MemoryPoolClient({ url: server.url, retryDelayMs: 1 });

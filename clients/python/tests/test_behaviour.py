@@ -57,6 +57,18 @@ class BehaviourTable(unittest.TestCase):
             with self.subTest(case["name"]):
                 self.run_case(case)
 
+    def test_with_options(self) -> None:
+        client = client_for(self.url, {})
+        control(self.url, "/__case", {"replies": [{"status": 503, "headers": {"retry-after": "0"}}]})
+        with self.assertRaises(memorypool.InternalServerError):
+            client.with_options(retries=0).stats()
+        self.assertEqual(len(control(self.url, "/__attempts")["attempts"]), 1)
+        control(self.url, "/__case", {"replies": [{"status": 200, "body": [], "delayMs": 1000}]})
+        with self.assertRaises(memorypool.APITimeoutError):
+            client.with_options(timeout=0.1, retries=0).list()
+        self.assertEqual(len(control(self.url, "/__attempts")["attempts"]), 1)
+        self.assertEqual(client.retries, 2)
+
     def run_case(self, case: Dict[str, Any]) -> None:
         control(self.url, "/__case", {"replies": case["replies"]})
         client = client_for(self.url, case.get("client", {}))
