@@ -132,7 +132,8 @@ class InProcessPool implements MemoryPool {
 /** The service's error as the HTTP client would have received it: status and body from the error-code table. */
 function toClientError(error: unknown): MemoryPoolError {
   const appError = isAppError(error) ? error : createError('INTERNAL');
-  const detail = appError.code === 'VALIDATION_FAILED' ? (appError.issues ?? []) : { reason: appError.message };
-  const clientError = errorFromAnswer(appError.status, { detail, error: appError.code }, appError.status === 503 ? { 'retry-after': '1' } : {});
+  // The CLI's error body: the server's, with the code named.
+  const detail = appError.code === 'VALIDATION_FAILED' ? (appError.issues ?? []) : { reason: appError.message, code: appError.code };
+  const clientError = errorFromAnswer(appError.status, { detail }, appError.status === 503 ? { 'retry-after': '1' } : {});
   return Object.assign(clientError, { cause: error });
 }

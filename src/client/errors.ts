@@ -18,7 +18,7 @@ export class MemoryPoolError extends Error {
   readonly reason: string;
   /** The problems of a 422 (empty for every other error). */
   readonly issues: ValidationIssue[];
-  /** The service's error code when it sent one (`"error"` in the body), e.g. `NOT_FOUND`. */
+  /** The service's error code when it names one (`detail.code`: the in-process pool and the CLI do), e.g. `NOT_FOUND`. */
   readonly code: string | undefined;
   /** The parsed error body, when there was one. */
   readonly body: unknown;
@@ -77,7 +77,7 @@ export function errorFromAnswer(status: number, body: unknown, headers: Record<s
         : typeof detail === 'string'
           ? detail
           : `HTTP ${status}`;
-  const rawCode = (body as { error?: unknown } | null | undefined)?.error ?? (detail as { code?: unknown } | undefined)?.code;
+  const rawCode = (detail as { code?: unknown } | undefined)?.code;
   const ErrorClass = BY_STATUS[status] ?? (status >= 500 ? InternalServerError : MemoryPoolError);
   return new ErrorClass(reason, { status, issues, code: typeof rawCode === 'string' ? rawCode : undefined, body, headers });
 }

@@ -84,8 +84,6 @@ def error_from_answer(status: int, body: Any, headers: Optional[Mapping[str, str
         reason = detail
     else:
         reason = f"HTTP {status}"
-    raw_code = body.get("error") if isinstance(body, dict) else None
-    if raw_code is None and isinstance(detail, dict):
-        raw_code = detail.get("code")
+    raw_code = detail.get("code") if isinstance(detail, dict) else None
     error_class = _BY_STATUS.get(status) or (InternalServerError if status >= 500 else MemoryPoolError)
     return error_class(reason, status=status, issues=issues, code=raw_code if isinstance(raw_code, str) else None, body=body, headers=headers)
