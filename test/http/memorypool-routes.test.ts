@@ -439,6 +439,27 @@ describe('memories that change (issue 16)', () => {
   });
 });
 
+describe('memories that change, over a real server', () => {
+  it('PATCH, history and the tool error body over HTTP', async () => {
+    const { app } = await build();
+    const base = await app.listen({ port: 0, host: '127.0.0.1' });
+    const call = async (method: string, url: string, body?: unknown) => {
+      const response = await fetch(`${base}${url}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: response.status, body: await response.json() };
+    };
+    const created = await call('POST', '/mem', { text: 'The office is on floor two', metadata: { site: 'hq' } });
+    expect(created.status).toBe(201);
+    const updated = await call('PATCH', `/mem/${created.body.id}`, { text: 'The office moved to floor five' });
+    expect(updated).toMatchObject({ status: 200, body: { id: created.body.id, version: 2, metadata: { site: 'hq' } } });
+    const history = await call('GET', `/mem/${created.body.id}/history`);
+    expect(history.body.versions.map((version: { text: string }) => version.text)).toEqual(['The office is on floor two', 'The office moved to floor five']);
+    const hits = await call('GET', '/mem/search?q=office%20floor&meta.site=hq');
+    expect(hits.body.map((hit: { text: string }) => hit.text)).toEqual(['The office moved to floor five']);
+    const missing = await call('PATCH', '/mem/nope', { text: 'x' });
+    expect(missing).toEqual({ status: 404, body: { detail: { reason: 'No memory with id "nope"' }, error: 'No memory with id "nope"' } });
+  });
+});
+
 const invokeCall = (params: Record<string, unknown>) => ({
   method: 'POST' as const,
   url: '/invoke',
