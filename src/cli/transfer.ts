@@ -14,6 +14,21 @@ const portableRecordSchema = z.object({
   importance: z.number().min(0).max(1).default(0.5),
   source: z.string().default('import'),
   created_at: z.string().refine((value) => !Number.isNaN(Date.parse(value)), 'created_at must be an ISO date'),
+  version: z.number().int().min(1).optional(),
+  updated_at: z.string().optional(),
+  metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])).optional(),
+  history: z
+    .array(
+      z.object({
+        version: z.number().int().min(1),
+        text: z.string(),
+        tags: z.array(z.string()),
+        importance: z.number(),
+        metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+        updated_at: z.string(),
+      }),
+    )
+    .optional(),
   session_id: z.string().optional(),
   role: z.string().optional(),
   occurred_at: z.string().optional(),
