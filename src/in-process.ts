@@ -75,14 +75,12 @@ class InProcessPool implements MemoryPool {
     return this.action('get', { ...params, id }, options) as Promise<api.Memory>;
   }
 
-  /** Through the /invoke router's `update` action (issue 16). */
   update(id: string, params: api.UpdateParams, options?: api.RequestOptions): Promise<api.Memory> {
-    return this.invoke({ tool: 'memorypool', invoked_by: 'in-process', params: { ...params, action: 'update', id } }, options) as Promise<api.Memory>;
+    return this.action('update', { ...params, id }, options) as Promise<api.Memory>;
   }
 
-  /** Through the /invoke router's `history` action (issue 16). */
   history(id: string, params: api.UserScope = {}, options?: api.RequestOptions): Promise<api.MemoryHistory> {
-    return this.invoke({ tool: 'memorypool', invoked_by: 'in-process', params: { ...params, action: 'history', id } }, options) as Promise<api.MemoryHistory>;
+    return this.action('history', { ...params, id }, options) as Promise<api.MemoryHistory>;
   }
 
   forget(id: string, params: api.UserScope = {}, options?: api.RequestOptions): Promise<api.Deleted> {

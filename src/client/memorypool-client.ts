@@ -119,13 +119,13 @@ export class MemoryPoolClient implements MemoryPoolApi {
     return this.call({ method: 'GET', path: memoryPath(id), query: { user_id: params.user_id }, idempotent: true }, options);
   }
 
-  /** Changes any of text, tags, importance, metadata (issue 16); a repeat sets the same values. */
+  /** Changes any of text, tags, importance, metadata (at least one); a repeat sets the same values. */
   update(id: string, params: UpdateParams, options?: RequestOptions): Promise<Memory> {
     const { user_id: userId, ...patch } = params;
     return this.call({ method: 'PATCH', path: memoryPath(id), query: { user_id: userId }, body: patch, idempotent: true }, options);
   }
 
-  /** Every version of a memory, oldest first (issue 16). */
+  /** Every version of a memory, oldest first, the current one last. */
   history(id: string, params: UserScope = {}, options?: RequestOptions): Promise<MemoryHistory> {
     return this.call({ method: 'GET', path: `${memoryPath(id)}/history`, query: { user_id: params.user_id }, idempotent: true }, options);
   }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { invokePayloadSchema } from '../protocol/invoke.js';
-import type { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import type { addParamsSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 import type * as answers from '../protocol/response-schemas.js';
 
@@ -11,11 +11,12 @@ import type * as answers from '../protocol/response-schemas.js';
  * the service or the server at run time.
  */
 
-/** A memory's free-form metadata (issue 16: stored on memories, filtered on with `meta.<key>`). */
-export type MemoryMetadata = Record<string, unknown>;
+/** A memory's own fields (strings, numbers, booleans), filtered on with `filter`. */
+export type MemoryMetadata = NonNullable<z.input<typeof addParamsSchema>['metadata']>;
 
-export type Memory = z.infer<typeof answers.memorySchema> & { metadata?: MemoryMetadata; version?: number; updated_at?: string };
-export type ScoredMemory = z.infer<typeof answers.scoredMemorySchema> & { metadata?: MemoryMetadata; version?: number; updated_at?: string };
+export type Memory = z.infer<typeof answers.memorySchema>;
+export type ScoredMemory = z.infer<typeof answers.scoredMemorySchema>;
+export type MemoryHistory = z.infer<typeof answers.historySchema>;
 export type PoolStats = z.infer<typeof answers.poolStatsSchema>;
 export type Health = z.infer<typeof answers.healthSchema>;
 export type Deleted = z.infer<typeof answers.deletedSchema>;
@@ -28,39 +29,24 @@ export type AddParams = Omit<z.input<typeof addRequestSchema>, 'request_id'> & {
 export type SearchParams = z.input<typeof searchRequestSchema>;
 
 /** `POST /mem`. */
-export type RememberParams = z.input<typeof addParamsSchema> & { metadata?: MemoryMetadata };
+export type RememberParams = z.input<typeof addParamsSchema>;
 
-/** Filters shared by recall and list; `metadata` becomes `meta.<key>=<value>`, `since`/`until` are ISO 8601 (issue 16). */
-export interface MemoryFilters {
-  tag?: z.input<typeof listParamsSchema>['tag'];
-  limit?: number;
-  user_id?: z.input<typeof listParamsSchema>['user_id'];
-  metadata?: Record<string, string | number | boolean>;
-  since?: string;
-  until?: string;
-}
+/**
+ * What recall and list filter on: `tag`, `filter` (metadata that must match, sent as
+ * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time).
+ */
+export type MemoryFilters = Pick<z.input<typeof listParamsSchema>, 'tag' | 'filter' | 'since' | 'until' | 'user_id'> & { limit?: number };
 
 /** `GET /mem/search`. */
-export type RecallParams = MemoryFilters & { query: string; explain?: boolean } & Pick<z.input<typeof searchParamsSchema>, 'user_id'>;
+export type RecallParams = MemoryFilters & { query: string; explain?: boolean };
 /** `GET /mem/list`. */
 export type ListParams = MemoryFilters;
 /** The user a call on one memory is about (default "default"). */
 export type UserScope = Omit<z.input<typeof idParamsSchema>, 'id'>;
 export type StatsParams = z.input<typeof userScopeSchema>;
 
-/** `PATCH /mem/{id}` (issue 16): any of the fields; the answer is the memory with its new `version`. */
-export interface UpdateParams extends UserScope {
-  text?: string;
-  tags?: string[];
-  importance?: number;
-  metadata?: MemoryMetadata;
-}
-
-/** `GET /mem/{id}/history` (issue 16): every version, oldest first. */
-export interface MemoryHistory {
-  id: string;
-  versions: Array<{ version: number; text: string; tags: string[]; importance: number; metadata?: MemoryMetadata; updated_at: string }>;
-}
+/** `PATCH /mem/{id}`: any of text, tags, importance, metadata; the answer is the memory at its new `version`. */
+export type UpdateParams = z.input<typeof updateBodySchema>;
 
 /** The BIT envelope of `POST /invoke`. */
 export type InvokePayload = z.input<typeof invokePayloadSchema>;

@@ -6,8 +6,8 @@ import { addParamsSchema, MAX_LIMIT } from '../protocol/memorypool-schemas.js';
 /**
  * memorypool as Vercel AI SDK tools (`memorypool/ai`, `ai` 6.x as an optional peer):
  * `generateText({ model, tools: memoryTools({ client, userId }) })`. The user is bound here, never
- * chosen by the model; the fields a model fills in are the server's own schemas (text, tags and
- * importance are picked from the `POST /mem` schema), so a call the model makes is validated as
+ * chosen by the model; the fields a model fills in are the server's own schemas (text, tags,
+ * importance and metadata are picked from the `POST /mem` schema), so a call the model makes is validated as
  * the server would. Each `execute` is one client call and returns its answer.
  */
 
@@ -18,18 +18,14 @@ export interface MemoryToolsOptions {
   userId?: string;
 }
 
-const memoryFields = addParamsSchema.pick({ text: true, tags: true, importance: true });
-const metadata = z
-  .record(z.string(), z.union([z.string(), z.number(), z.boolean()]))
-  .optional()
-  .meta({ description: 'Key-value facts about the memory, to filter on later' });
+const memoryFields = addParamsSchema.pick({ text: true, tags: true, importance: true, metadata: true });
 const memoryId = z.string().min(1).meta({ description: "The memory's id, as recall returned it" });
 
 export function memoryTools({ client, userId }: MemoryToolsOptions) {
   return {
     remember: tool({
       description: 'Store a fact worth remembering about the user or the conversation, as one self-contained statement.',
-      inputSchema: memoryFields.extend({ metadata }),
+      inputSchema: memoryFields,
       execute: (input, { abortSignal }) => client.remember({ ...input, user_id: userId }, { signal: abortSignal }),
     }),
     recall: tool({
@@ -43,7 +39,7 @@ export function memoryTools({ client, userId }: MemoryToolsOptions) {
     }),
     update: tool({
       description: 'Correct a stored memory (found with recall): give its id and the fields that change.',
-      inputSchema: memoryFields.partial().extend({ id: memoryId, metadata }),
+      inputSchema: memoryFields.partial().extend({ id: memoryId }),
       execute: ({ id, ...patch }, { abortSignal }) => client.update(id, { ...patch, user_id: userId }, { signal: abortSignal }),
     }),
     forget: tool({

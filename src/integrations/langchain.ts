@@ -2,7 +2,7 @@ import { BaseListChatMessageHistory } from '@langchain/core/chat_history';
 import { Document } from '@langchain/core/documents';
 import { AIMessage, ChatMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { BaseRetriever, type BaseRetrieverInput } from '@langchain/core/retrievers';
-import type { Memory, MemoryPoolApi, RecallParams } from '../client/types.js';
+import type { Memory, MemoryMetadata, MemoryPoolApi, RecallParams } from '../client/types.js';
 
 /**
  * memorypool in LangChain.js (`memorypool/langchain`, `@langchain/core` 1.x as an optional peer):
@@ -15,7 +15,7 @@ export interface MemoryDocumentMetadata {
   id: string;
   score: number;
   tags: string[];
-  metadata: Record<string, unknown>;
+  metadata: MemoryMetadata;
   /** When the memory happened: the message's time for a conversation turn, else when it was stored (ISO 8601). */
   time: string;
   created_at: string;
@@ -31,11 +31,11 @@ export interface MemoryPoolRetrieverInput extends BaseRetrieverInput {
   userId?: string;
   /** How many documents (default the server's 10). */
   limit?: number;
-  /** Only memories with this tag; `filter` adds metadata filters (issue 16), `since`/`until` a time range. */
-  tag?: string;
-  filter?: RecallParams['metadata'];
-  since?: string;
-  until?: string;
+  /** Only memories with this tag; `filter`: metadata that must match; `since`/`until`: a time range (ISO 8601 or Unix ms). */
+  tag?: RecallParams['tag'];
+  filter?: RecallParams['filter'];
+  since?: RecallParams['since'];
+  until?: RecallParams['until'];
 }
 
 /** A `BaseRetriever` whose documents are the user's memories ranked for the query (`recall`). */
@@ -51,7 +51,7 @@ export class MemoryPoolRetriever extends BaseRetriever<MemoryDocumentMetadata> {
   constructor(fields: MemoryPoolRetrieverInput) {
     super(fields);
     this.client = fields.client;
-    this.recallParams = { user_id: fields.userId, limit: fields.limit, tag: fields.tag, metadata: fields.filter, since: fields.since, until: fields.until };
+    this.recallParams = { user_id: fields.userId, limit: fields.limit, tag: fields.tag, filter: fields.filter, since: fields.since, until: fields.until };
   }
 
   async _getRelevantDocuments(query: string): Promise<Document<MemoryDocumentMetadata>[]> {
@@ -65,7 +65,7 @@ export class MemoryPoolRetriever extends BaseRetriever<MemoryDocumentMetadata> {
             id: hit.id,
             score: hit.score,
             tags: hit.tags,
-            metadata: hit.metadata ?? {},
+            metadata: hit.metadata,
             time: hit.occurred_at ?? hit.created_at,
             created_at: hit.created_at,
             user_id: hit.user_id,

@@ -35,6 +35,8 @@ describe('the Python client (clients/python)', () => {
     const schemas = {
       memory: answers.memorySchema,
       scoredMemory: answers.scoredMemorySchema,
+      history: answers.historySchema,
+      memoryVersion: answers.memoryVersionSchema,
       poolStats: answers.poolStatsSchema,
       health: answers.healthSchema,
       deleted: answers.deletedSchema,

@@ -35,8 +35,8 @@ async function exerciseUpdates(pool: MemoryPoolApi): Promise<void> {
   expect(await failure(pool.update('no-such-id', { text: 'x', user_id: 'caroline' }))).toBeInstanceOf(NotFoundError);
   expect(await failure(pool.update(dog.id, { user_id: 'caroline' }))).toBeInstanceOf(BadRequestError);
 
-  expect((await pool.recall({ query: 'Caroline', metadata: { topic: 'pets' }, user_id: 'caroline' })).map((hit) => hit.id)).toEqual([dog.id]);
-  expect((await pool.list({ metadata: { topic: 'work' }, user_id: 'caroline' })).map((memory) => memory.text)).toEqual(['Caroline works as a counsellor']);
+  expect((await pool.recall({ query: 'Caroline', filter: { topic: 'pets' }, user_id: 'caroline' })).map((hit) => hit.id)).toEqual([dog.id]);
+  expect((await pool.list({ filter: { topic: 'work' }, user_id: 'caroline' })).map((memory) => memory.text)).toEqual(['Caroline works as a counsellor']);
   expect(await pool.list({ since: before, user_id: 'caroline' })).toHaveLength(2);
   expect(await pool.list({ until: before, user_id: 'caroline' })).toEqual([]);
 

@@ -33,8 +33,8 @@ class UpdateAndHistory(unittest.TestCase):
         with self.assertRaises(BadRequestError):
             client.update(dog["id"], user_id="caroline")
 
-        self.assertEqual([hit["id"] for hit in client.recall("Caroline", metadata={"topic": "pets"}, user_id="caroline")], [dog["id"]])
-        self.assertEqual([memory["text"] for memory in client.list(metadata={"topic": "work"}, user_id="caroline")], ["Caroline works as a counsellor"])
+        self.assertEqual([hit["id"] for hit in client.recall("Caroline", filter={"topic": "pets"}, user_id="caroline")], [dog["id"]])
+        self.assertEqual([memory["text"] for memory in client.list(filter={"topic": "work"}, user_id="caroline")], ["Caroline works as a counsellor"])
         self.assertEqual(len(client.list(since=before, user_id="caroline")), 2)
         self.assertEqual(client.list(until=before, user_id="caroline"), [])
 

@@ -133,12 +133,13 @@ class MemoryPoolClient:
         limit: Optional[int] = None,
         tag: Optional[str] = None,
         explain: Optional[bool] = None,
-        metadata: Optional[Mapping[str, FilterValue]] = None,
-        since: Optional[str] = None,
-        until: Optional[str] = None,
+        filter: Optional[Mapping[str, FilterValue]] = None,
+        since: Optional[Union[str, int]] = None,
+        until: Optional[Union[str, int]] = None,
         user_id: Optional[str] = None,
     ) -> List[ScoredMemory]:
-        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, metadata=metadata, since=since, until=until, user_id=user_id)
+        """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds."""
+        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, user_id=user_id)
         return cast(List[ScoredMemory], self._call(_Call("GET", "/mem/search", query=query_string)))
 
     def list(
@@ -146,13 +147,13 @@ class MemoryPoolClient:
         *,
         limit: Optional[int] = None,
         tag: Optional[str] = None,
-        metadata: Optional[Mapping[str, FilterValue]] = None,
-        since: Optional[str] = None,
-        until: Optional[str] = None,
+        filter: Optional[Mapping[str, FilterValue]] = None,
+        since: Optional[Union[str, int]] = None,
+        until: Optional[Union[str, int]] = None,
         user_id: Optional[str] = None,
     ) -> List[Memory]:
         """Newest first."""
-        query_string = _filters(limit=limit, tag=tag, metadata=metadata, since=since, until=until, user_id=user_id)
+        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, user_id=user_id)
         return cast(List[Memory], self._call(_Call("GET", "/mem/list", query=query_string)))
 
     def get(self, id: str, *, user_id: Optional[str] = None) -> Memory:
@@ -168,12 +169,12 @@ class MemoryPoolClient:
         metadata: Optional[Metadata] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
-        """Changes any of the fields (issue 16); a repeat sets the same values."""
+        """Changes any of the fields (at least one); a repeat sets the same values."""
         body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata})
         return cast(Memory, self._call(_Call("PATCH", _memory_path(id), query={"user_id": user_id}, body=body)))
 
     def history(self, id: str, *, user_id: Optional[str] = None) -> MemoryHistory:
-        """Every version of the memory, oldest first (issue 16)."""
+        """Every version of the memory, oldest first, the current one last."""
         return cast(MemoryHistory, self._call(_Call("GET", _memory_path(id) + "/history", query={"user_id": user_id})))
 
     def forget(self, id: str, *, user_id: Optional[str] = None) -> Deleted:
@@ -268,10 +269,10 @@ def retry_after_seconds(headers: Mapping[str, str]) -> Optional[float]:
         return None
 
 
-def _filters(*, metadata: Optional[Mapping[str, FilterValue]] = None, **fields: Any) -> Dict[str, str]:
-    """The query string of /mem/search and /mem/list, as the TypeScript client sends it (`meta.<key>` filters)."""
+def _filters(*, filter: Optional[Mapping[str, FilterValue]] = None, **fields: Any) -> Dict[str, str]:
+    """The query string of /mem/search and /mem/list, as the TypeScript client sends it (`filter` as `meta.<key>`)."""
     query = {key: _text(value) for key, value in fields.items() if value is not None}
-    for key, value in (metadata or {}).items():
+    for key, value in (filter or {}).items():
         query["meta." + key] = _text(value)
     return query
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
-Metadata = Dict[str, Any]
+Metadata = Dict[str, Union[str, int, float, bool]]
 
 
 class _Message(TypedDict):
@@ -35,6 +35,9 @@ class _Memory(TypedDict):
     importance: float
     source: str
     created_at: str
+    version: int
+    updated_at: str
+    metadata: Metadata
 
 
 class Memory(_Memory, total=False):
@@ -45,10 +48,6 @@ class Memory(_Memory, total=False):
     message_index: int
     part: int
     parts: int
-    # Issue 16: metadata on memories, versions through update.
-    metadata: Metadata
-    version: int
-    updated_at: str
 
 
 class ScoreTerm(TypedDict):
@@ -67,6 +66,7 @@ class _ScoredMemory(Memory):
 
 
 class ScoredMemory(_ScoredMemory, total=False):
+    duplicates: int
     explanation: Explanation
 
 
@@ -116,11 +116,12 @@ class _MemoryVersion(TypedDict):
     text: str
     tags: List[str]
     importance: float
+    metadata: Metadata
     updated_at: str
 
 
-class MemoryVersion(_MemoryVersion, total=False):
-    metadata: Metadata
+class MemoryVersion(_MemoryVersion):
+    pass
 
 
 class MemoryHistory(TypedDict):
