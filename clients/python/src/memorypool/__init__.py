@@ -14,19 +14,8 @@ from ._errors import (
     RateLimitError,
     UnprocessableEntityError,
 )
-from ._types import (
-    AddAnswer,
-    Deleted,
-    DeletedUser,
-    Health,
-    Memory,
-    MemoryHistory,
-    Message,
-    PoolStats,
-    ScoredMemory,
-    SearchAnswer,
-    ValidationIssue,
-)
+from . import _types
+from ._types import *  # noqa: F401,F403 - the answer shapes, listed in _types.__all__
 
 __all__ = [
     "DEFAULT_URL",
@@ -42,15 +31,4 @@ __all__ = [
     "InternalServerError",
     "APIConnectionError",
     "APITimeoutError",
-    "AddAnswer",
-    "Deleted",
-    "DeletedUser",
-    "Health",
-    "Memory",
-    "MemoryHistory",
-    "Message",
-    "PoolStats",
-    "ScoredMemory",
-    "SearchAnswer",
-    "ValidationIssue",
-]
+] + _types.__all__

@@ -9,6 +9,24 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
+__all__ = [
+    "AddAnswer",
+    "Deleted",
+    "DeletedUser",
+    "Explanation",
+    "Health",
+    "Memory",
+    "MemoryHistory",
+    "MemoryVersion",
+    "Message",
+    "Metadata",
+    "PoolStats",
+    "ScoredMemory",
+    "SearchAnswer",
+    "SearchHit",
+    "ValidationIssue",
+]
+
 Metadata = Dict[str, Union[str, int, float, bool]]
 
 
