@@ -47,44 +47,102 @@ program
     await startServer(config, { handleSignals: true });
   });
 
+/** `--meta key=value`, repeatable: the pairs collected in order. */
+const collectMeta = (pair: string, pairs: string[] = []): string[] => [...pairs, pair];
+const META_FLAG = ['--meta <key=value>', 'metadata, repeatable (a number or true/false is stored as such)'] as const;
+const META_FILTER_FLAG = ['--meta <key=value>', 'only memories whose metadata has this value, repeatable (all must match)'] as const;
+const SINCE_FLAG = ['--since <time>', 'only memories from this time on (ISO 8601 or Unix ms; occurred_at, else created_at)'] as const;
+const UNTIL_FLAG = ['--until <time>', 'only memories up to this time (ISO 8601 or Unix ms)'] as const;
+
+interface MemoryFieldOptions {
+  tags?: string;
+  importance?: string;
+  meta?: string[];
+}
+
+/** The add and update flags as the API's fields (validated there, like any other input). */
+function memoryFields(options: MemoryFieldOptions, typed: boolean): Record<string, unknown> {
+  return {
+    tags: options.tags === undefined ? undefined : options.tags.split(',').map((tag) => tag.trim()).filter(Boolean),
+    importance: numberOrText(options.importance),
+    metadata: options.meta === undefined ? undefined : metaPairs(options.meta, typed),
+  };
+}
+
 program
   .command('add')
   .description('store a memory')
   .argument('<text>', 'the memory text')
   .option('--tags <tags>', 'comma-separated tags')
   .option('--importance <n>', 'importance from 0 to 1 (default 0.5)')
+  .option(...META_FLAG, collectMeta)
   .option('--source <source>', 'where it came from (default "cli")')
   .option('--user <user_id>', 'owner (default "default")')
-  .action(async (text: string, options: { tags?: string; importance?: string; source?: string; user?: string }) => {
-    await runAction({
-      action: 'add',
-      text,
-      tags: options.tags === undefined ? undefined : options.tags.split(',').map((tag) => tag.trim()).filter(Boolean),
-      importance: numberOrText(options.importance),
-      source: options.source ?? 'cli',
-      user_id: options.user,
-    });
+  .action(async (text: string, options: MemoryFieldOptions & { source?: string; user?: string }) => {
+    await runAction({ action: 'add', text, ...memoryFields(options, true), source: options.source ?? 'cli', user_id: options.user });
   });
+
+program
+  .command('update')
+  .description('update a memory in place (same id, version + 1); each flag given replaces the stored field')
+  .argument('<id>', 'memory id')
+  .option('--text <text>', 'the corrected text')
+  .option('--tags <tags>', 'comma-separated tags')
+  .option('--importance <n>', 'importance from 0 to 1')
+  .option(...META_FLAG, collectMeta)
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (id: string, options: MemoryFieldOptions & { text?: string; user?: string }) => {
+    await runAction({ action: 'update', id, text: options.text, ...memoryFields(options, true), user_id: options.user });
+  });
+
+program
+  .command('history')
+  .description("a memory's versions, oldest first")
+  .argument('<id>', 'memory id')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (id: string, options: { user?: string }) => {
+    await runAction({ action: 'history', id, user_id: options.user });
+  });
+
+interface FilterOptions {
+  tag?: string;
+  meta?: string[];
+  since?: string;
+  until?: string;
+  limit?: string;
+  user?: string;
+}
+
+/** The filter flags as the API's fields; metadata values as text, matched as the type each memory stored. */
+function filterFields(options: FilterOptions): Record<string, unknown> {
+  return { tag: options.tag, filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user };
+}
 
 program
   .command('search')
   .description('rank memories for a query')
   .argument('<query>', 'what to look for')
   .option('--tag <tag>', 'only memories with this tag')
+  .option(...META_FILTER_FLAG, collectMeta)
+  .option(...SINCE_FLAG)
+  .option(...UNTIL_FLAG)
   .option('--limit <n>', 'how many (default 10)')
   .option('--user <user_id>', 'owner (default "default")')
-  .action(async (query: string, options: { tag?: string; limit?: string; user?: string }) => {
-    await runAction({ action: 'search', query, tag: options.tag, limit: options.limit, user_id: options.user });
+  .action(async (query: string, options: FilterOptions) => {
+    await runAction({ action: 'search', query, ...filterFields(options) });
   });
 
 program
   .command('list')
   .description('list memories, newest first')
   .option('--tag <tag>', 'only memories with this tag')
+  .option(...META_FILTER_FLAG, collectMeta)
+  .option(...SINCE_FLAG)
+  .option(...UNTIL_FLAG)
   .option('--limit <n>', 'how many (default 20)')
   .option('--user <user_id>', 'owner (default "default")')
-  .action(async (options: { tag?: string; limit?: string; user?: string }) => {
-    await runAction({ action: 'list', tag: options.tag, limit: options.limit, user_id: options.user });
+  .action(async (options: FilterOptions) => {
+    await runAction({ action: 'list', ...filterFields(options) });
   });
 
 program
@@ -191,6 +249,21 @@ function numberOrText(value: string | undefined): unknown {
   return value.trim() !== '' && Number.isFinite(number) ? number : value;
 }
 
+/**
+ * `key=value` pairs as an object. `typed`: a number or true/false is stored as one (what the
+ * command line cannot say otherwise); a filter's values stay text, which matches either way.
+ */
+function metaPairs(pairs: readonly string[], typed: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw createError('INVALID_PARAMETER', `--meta ${JSON.stringify(pair)}: expected key=value`);
+    const value = pair.slice(at + 1);
+    out[pair.slice(0, at)] = !typed ? value : value === 'true' ? true : value === 'false' ? false : numberOrText(value);
+  }
+  return out;
+}
+
 function dropUndefined(params: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
 }
@@ -227,7 +300,8 @@ async function main(): Promise<void> {
 
 main().catch((error: unknown) => {
   const appError = isAppError(error) ? error : createError('INTERNAL', error instanceof Error ? error.message : String(error));
-  const body = appError.code === 'VALIDATION_FAILED' ? { detail: appError.issues ?? [] } : { detail: { reason: appError.message, code: appError.code } };
+  // `error` as on /invoke: the tool's own clients read that.
+  const body = appError.code === 'VALIDATION_FAILED' ? { detail: appError.issues ?? [] } : { detail: { reason: appError.message, code: appError.code }, error: appError.message };
   process.stdout.write(JSON.stringify(body) + '\n');
   if (!isAppError(error)) process.stderr.write(`memorypool: ${(error as Error)?.stack ?? error}\n`);
   process.exitCode = exitCodeFor(appError);

@@ -141,7 +141,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ detail: { reason: `No route ${request.method} ${request.url.split('?')[0]}` } });
+    sendError(reply, createError('ROUTE_NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`));
   });
 
   // Before the routes: both hook into every route registered after them.
@@ -155,9 +155,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   return app;
 }
 
-/** The one error body: the platform's problem list for validation, `{detail: {reason}}` for the rest. */
+/**
+ * The MemoryPool tool's own clients (the BIT agent's remote-tool call, the Styx pool client) read
+ * an error as `{"error": "<message>"}`: on its routes the body carries that beside `detail`. The
+ * platform's routes keep their body exactly as it is.
+ */
+const MEMORYPOOL_TOOL_PATH = /^\/(mem(\/|$)|invoke$)/;
+
+/** The one error body: the platform's problem list for validation, `{detail: {reason}}` for the rest (plus `error` on the tool's routes). */
 function sendError(reply: FastifyReply, appError: AppError): FastifyReply {
-  const body = appError.code === 'VALIDATION_FAILED' ? { detail: appError.issues ?? [] } : { detail: { reason: appError.message } };
+  const toolRoute = MEMORYPOOL_TOOL_PATH.test(reply.request.url.split('?')[0]);
+  const body =
+    appError.code === 'VALIDATION_FAILED'
+      ? { detail: appError.issues ?? [] }
+      : toolRoute
+        ? { detail: { reason: appError.message }, error: appError.message }
+        : { detail: { reason: appError.message } };
   if (appError.status === 503) reply.header('retry-after', '1');
   return reply.code(appError.status).send(body);
 }

@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import type { MemoryService } from '../memory/memory-service.js';
-import { invoke, poolStats, scoredMemory } from '../protocol/invoke.js';
+import { invoke, poolStats, scoredMemory, searchHits } from '../protocol/invoke.js';
 import {
   addParamsSchema,
   DEFAULT_USER,
   idParamsSchema,
   listParamsSchema,
-  searchParamsSchema,
+  updateBodySchema,
   userScopeSchema,
 } from '../protocol/memorypool-schemas.js';
 import { authorizeUser } from './request-context.js';
@@ -20,21 +20,16 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     const input = parseOr400(addParamsSchema, request.body ?? {});
     const userId = input.user_id ?? userFromQuery(request.query) ?? DEFAULT_USER;
     authorizeUser(request, userId);
-    const memory = await service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, source: input.source });
+    const memory = await service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source });
     return reply.code(201).send(memory);
   });
 
-  app.get('/mem/search', async (request) => {
-    const input = parseOr400(searchParamsSchema, request.query);
-    authorizeUser(request, input.user_id);
-    const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag, explain: input.explain });
-    return hits.map(scoredMemory);
-  });
+  app.get('/mem/search', async (request) => (await searchHits(service, request.query, (userId) => authorizeUser(request, userId))).map(scoredMemory));
 
   app.get('/mem/list', async (request) => {
     const input = parseOr400(listParamsSchema, request.query);
     authorizeUser(request, input.user_id);
-    return service.list({ userId: input.user_id, limit: input.limit, tag: input.tag });
+    return service.list({ userId: input.user_id, limit: input.limit, filter: input.filter });
   });
 
   app.get('/mem/stats', async (request) => {
@@ -48,6 +43,21 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     const userId = input.user_id ?? DEFAULT_USER;
     authorizeUser(request, userId);
     return service.get(userId, input.id);
+  });
+
+  app.patch('/mem/:id', async (request) => {
+    const { id } = parseOr400(idParamsSchema, request.params);
+    const input = parseOr400(updateBodySchema, request.body ?? {});
+    const userId = input.user_id ?? userFromQuery(request.query) ?? DEFAULT_USER;
+    authorizeUser(request, userId);
+    return service.updateMemory({ userId, id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata });
+  });
+
+  app.get('/mem/:id/history', async (request) => {
+    const input = parseOr400(idParamsSchema, { ...(request.query as object), ...(request.params as object) });
+    const userId = input.user_id ?? DEFAULT_USER;
+    authorizeUser(request, userId);
+    return service.history(userId, input.id);
   });
 
   app.delete('/mem/:id', async (request) => {

@@ -1,17 +1,19 @@
 import { z } from 'zod';
 import { INVOKE_ACTIONS, invokePayloadSchema } from '../protocol/invoke.js';
-import { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import {
   addAnswerSchema,
   deletedSchema,
   deletedUserSchema,
   healthSchema,
+  historySchema,
   memorySchema,
+  memoryWithHistorySchema,
   poolStatsSchema,
   scoredMemorySchema,
   searchAnswerSchema,
 } from '../protocol/response-schemas.js';
-import { addRequestSchema, searchRequestSchema } from './platform-routes.js';
+import { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 
 /**
  * What the OpenAPI document says about each route, keyed as fastify registers it
@@ -45,7 +47,8 @@ const userQuery = idParamsSchema.pick({ user_id: true });
 const userPath = z.object({ user_id: z.string().meta({ description: 'The user whose data goes' }) });
 
 const invokeExamples = {
-  add: { tool_id: 't1', tool: 'memorypool', invoked_by: 'agent', params: { action: 'add', text: 'Caroline adopted a dog named Max', tags: ['pets'] } },
+  add: { tool_id: 't1', tool: 'memorypool', invoked_by: 'agent', params: { action: 'add', text: 'Caroline adopted a dog named Max', tags: ['pets'], metadata: { project: 'styx' } } },
+  filtered: { tool_id: 't4', tool: 'memorypool', invoked_by: 'agent', params: { action: 'search', query: 'dog', filter: { project: 'styx' }, since: 1700000000000 } },
   search: { tool_id: 't2', tool: 'memorypool', invoked_by: 'agent', params: { action: 'search', query: 'what is the dog called', limit: 3 } },
   stats: { tool_id: 't3', tool: 'memorypool', invoked_by: 'agent', params: { action: 'stats' } },
 };
@@ -58,37 +61,74 @@ export const OPERATIONS: Record<string, OperationDoc> = {
     summary: 'Store a memory',
     tag: 'MemoryPool',
     body: addParamsSchema,
-    examples: { fact: { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8 }, minimal: { text: 'Prefers tea to coffee', user_id: 'alice' } },
+    examples: {
+      fact: { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8 },
+      minimal: { text: 'Prefers tea to coffee', user_id: 'alice' },
+      metadata: { text: 'The deploy key was rotated', metadata: { project: 'styx', agent: 'ops-bot', priority: 2 } },
+    },
     success: { status: 201, description: 'The stored memory', schema: memorySchema },
     errors: [400, 413, 503],
   },
   'GET /mem/search': {
     summary: 'Rank memories for a query',
+    description:
+      'Filters (`tag`, `meta.<key>=<value>` for each metadata key that must match, `since`, `until`) choose the memories ranked: a filtered search ranks among the matching ones only. Each distinct text is answered once (trimmed, white space collapsed, any case): the best-scored copy, the newest on ties, with `duplicates` when others were folded into it.',
     tag: 'MemoryPool',
     query: searchParamsSchema,
-    queryShape: { required: ['q'] },
-    examples: { question: { q: 'what is the dog called', limit: '3' }, tagged: { q: 'dog', tag: 'pets', user_id: 'default' }, explained: { q: 'dog', explain: 'true' } },
+    queryShape: { omit: ['filter'], required: ['q'] },
+    examples: {
+      question: { q: 'what is the dog called', limit: '3' },
+      tagged: { q: 'dog', tag: 'pets', user_id: 'default' },
+      explained: { q: 'dog', explain: 'true' },
+      filtered: { q: 'deploy key', 'meta.project': 'styx', since: '2024-01-01T00:00:00Z', until: '1893456000000' },
+    },
     success: { status: 200, description: 'Memories, best first, each with its score', schema: z.array(scoredMemorySchema) },
     errors: [400],
   },
   'GET /mem/list': {
     summary: 'List memories, newest first',
+    description: 'Newest first (an update counts as new). Filters as on /mem/search: `tag`, `meta.<key>=<value>`, `since`, `until`.',
     tag: 'MemoryPool',
     query: listParamsSchema,
-    examples: { newest: { limit: '5' }, tagged: { tag: 'pets' } },
+    queryShape: { omit: ['filter'] },
+    examples: { newest: { limit: '5' }, tagged: { tag: 'pets' }, filtered: { 'meta.project': 'styx', since: '1700000000000' } },
     success: { status: 200, description: 'Memories, newest first', schema: z.array(memorySchema) },
     errors: [400],
   },
   'GET /mem/stats': { summary: 'Pool statistics', tag: 'MemoryPool', query: userScopeSchema, success: { status: 200, description: 'Counts per user (those the token covers)', schema: poolStatsSchema }, errors: [400] },
   'GET /mem/:id': { summary: 'One memory', tag: 'MemoryPool', path: idPath, query: userQuery, success: { status: 200, description: 'The memory', schema: memorySchema }, errors: [400, 404] },
-  'DELETE /mem/:id': { summary: 'Delete one memory', tag: 'MemoryPool', path: idPath, query: userQuery, success: { status: 200, description: 'Deleted', schema: deletedSchema }, errors: [400, 404, 503] },
+  'PATCH /mem/:id': {
+    summary: 'Update a memory in place',
+    description:
+      'Any of text, tags, importance, metadata (at least one; each replaces the stored one; validated as on POST /mem). Same id, version + 1, updated_at; a new text is re-embedded and re-indexed before the answer. The replaced version stays in the history.',
+    tag: 'MemoryPool',
+    path: idPath,
+    query: userQuery,
+    body: updateBodySchema,
+    success: { status: 200, description: 'The updated memory', schema: memorySchema },
+    errors: [400, 404, 503],
+  },
+  'GET /mem/:id/history': {
+    summary: "A memory's versions",
+    description: 'Oldest first, the current one last. Deleting the memory (or its user) deletes its history.',
+    tag: 'MemoryPool',
+    path: idPath,
+    query: userQuery,
+    success: { status: 200, description: 'Every version', schema: historySchema },
+    errors: [400, 404],
+  },
+  'DELETE /mem/:id': { summary: 'Delete one memory, its history with it', tag: 'MemoryPool', path: idPath, query: userQuery, success: { status: 200, description: 'Deleted', schema: deletedSchema }, errors: [400, 404, 503] },
   'POST /invoke': {
     summary: 'Run a BIT tool call',
-    description: `Routes on \`params.action\` (else \`params.tool\`, else \`tool\`): ${INVOKE_ACTIONS.join(', ')}. Each action takes the parameters of its route above (add: POST /mem's body; search: GET /mem/search's query, \`query\` or \`q\`; list, get, delete, stats likewise) and answers as that route does.`,
+    description: `Routes on \`params.action\` (else \`params.tool\`, else \`tool\`): ${INVOKE_ACTIONS.join(', ')}. Each action takes the parameters of its route above (add: POST /mem's body; search: GET /mem/search's query, \`query\` or \`q\`, metadata conditions as \`filter\` (key → value) or \`meta.<key>\`; update: \`id\` plus PATCH /mem/{id}'s body; history: \`id\`; get: \`id\`, \`history: true\` adds \`versions\`; list, delete, stats likewise) and answers as that route does.`,
     tag: 'MemoryPool',
     body: invokePayloadSchema,
     examples: invokeExamples,
-    success: { status: 200, description: "The action's answer", schema: z.union([memorySchema, z.array(scoredMemorySchema), z.array(memorySchema), deletedSchema, poolStatsSchema]) },
+    success: {
+      status: 200,
+      description: "The action's answer",
+      schema: z.union([memorySchema, memoryWithHistorySchema, historySchema, z.array(scoredMemorySchema), z.array(memorySchema), deletedSchema, poolStatsSchema]),
+    },
     errors: [400, 404, 503],
   },
   'DELETE /users/:user_id': { summary: "Delete everything stored for a user, index files included", tag: 'MemoryPool', path: userPath, success: { status: 200, description: 'Deleted', schema: deletedUserSchema }, errors: [503] },
@@ -118,7 +158,7 @@ export const OPERATIONS: Record<string, OperationDoc> = {
   },
   'POST /mcp': {
     summary: 'Model Context Protocol (streamable HTTP, stateless)',
-    description: 'One JSON-RPC message or batch per POST (send `Accept: application/json, text/event-stream`). Tools: remember, recall, list_memories, get_memory, forget, memory_stats.',
+    description: 'One JSON-RPC message or batch per POST (send `Accept: application/json, text/event-stream`). Tools: remember, recall, list_memories, get_memory, update_memory, forget, memory_stats.',
     tag: 'MCP',
     success: { status: 200, description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) },
     errors: [400],

@@ -45,7 +45,8 @@ export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, extraIssues:
 
 /** Parses with the schema or throws INVALID_PARAMETER (400) naming the first problem (the MemoryPool protocol's shape). */
 export function parseOr400<T>(schema: z.ZodType<T>, input: unknown): T {
-  const result = schema.safeParse(input);
+  // With the input on each issue, "is required" is said of a missing field only, not of one of the wrong type.
+  const result = schema.safeParse(input, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   const field = issue.path.length > 0 ? issue.path.join('.') : 'body';

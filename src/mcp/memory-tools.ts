@@ -3,10 +3,9 @@ import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, typ
 import { z } from 'zod';
 import { isAppError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
-import { runAction, scoredMemory, type Action, type UserCheck } from '../protocol/invoke.js';
+import { runAction, scoredMemory, searchHits, type Action, type UserCheck } from '../protocol/invoke.js';
 import { packageVersion } from '../http/package-files.js';
-import { parseOr400 } from '../http/validation.js';
-import { addParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import { addParamsSchema, getParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, updateParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
 
 /**
@@ -39,28 +38,31 @@ export const MEMORY_TOOLS: readonly MemoryTool[] = [
   {
     name: 'recall',
     description:
-      'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote. Set explain to see how each score was made.',
+      'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote; each distinct text once (`duplicates`: how many copies were folded into it). Narrow it with tag, filter (metadata key → value), since and until (ISO 8601 or Unix ms). Set explain to see how each score was made.',
     schema: searchParamsSchema,
     shape: { omit: ['q'], required: ['query'] },
-    run: async (service, args, checkUser) => {
-      const input = parseOr400(searchParamsSchema, args);
-      checkUser(input.user_id);
-      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag, explain: input.explain });
-      return hits.map((hit) => ({ ...scoredMemory(hit), content: hit.content }));
-    },
+    run: async (service, args, checkUser) => (await searchHits(service, args, checkUser)).map((hit) => ({ ...scoredMemory(hit), content: hit.content })),
   },
   {
     name: 'list_memories',
-    description: 'List stored memories, newest first, optionally only those with a tag. Use it to review what is known; use recall to answer a question.',
+    description: 'List stored memories, newest first (an update counts as new), optionally only those with a tag, matching metadata (filter) or in a time window (since, until). Use it to review what is known; use recall to answer a question.',
     schema: listParamsSchema,
     run: viaAction('list'),
   },
   {
     name: 'get_memory',
-    description: 'Fetch one memory by its id.',
-    schema: idParamsSchema,
+    description: 'Fetch one memory by its id; with history, also every version of it, oldest first (`versions`).',
+    schema: getParamsSchema,
     shape: { required: ['id'] },
     run: viaAction('get'),
+  },
+  {
+    name: 'update_memory',
+    description:
+      'Correct a memory in place when a fact changed ("moved to Berlin"): give its id and any of text, tags, importance, metadata (each replaces the stored one). Keeps the id, adds a version; searches find the new text at once, the old one stays in its history.',
+    schema: updateParamsSchema,
+    shape: { required: ['id'] },
+    run: viaAction('update'),
   },
   {
     name: 'forget',

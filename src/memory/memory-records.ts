@@ -4,10 +4,10 @@ import { isDistractorQuestion } from '../retrieval/query-cues.js';
 import { eventPeriod, hasTimeExpression } from '../retrieval/time-cues.js';
 import type { CorpusUnit } from '../retrieval/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import type { Memory } from './types.js';
+import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from './types.js';
 
 /** The unit a stored memory was made from: its text, speaker, time and tags. */
-export function unitText(record: Memory): UnitText {
+export function unitText(record: MemoryFields): UnitText {
   return {
     text: record.text,
     role: record.role,
@@ -66,7 +66,42 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array, strings?:
     hasTimeExpression: saysWhen,
     eventPeriod: eventPeriod(record.text, text.timeMs, saysWhen),
     isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
+    textKey: shared(strings, duplicateKey(record.text)),
   };
+}
+
+/** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */
+export function duplicateKey(text: string): string {
+  return text.trim().replace(/\s+/g, ' ').toLowerCase();
+}
+
+/** Whether a record passes every condition of the filter (see `MemoryFilter`). */
+export function matchesFilter(record: MemoryFields, filter: MemoryFilter): boolean {
+  if (filter.tag !== undefined && !record.tags.includes(filter.tag)) return false;
+  if (filter.sinceMs !== undefined || filter.untilMs !== undefined) {
+    const timeMs = Date.parse(record.occurred_at ?? record.created_at);
+    if (filter.sinceMs !== undefined && !(timeMs >= filter.sinceMs)) return false;
+    if (filter.untilMs !== undefined && !(timeMs <= filter.untilMs)) return false;
+  }
+  if (filter.metadata) {
+    for (const [key, wanted] of Object.entries(filter.metadata)) {
+      const stored = record.metadata?.[key];
+      if (stored === undefined || !sameValue(stored, wanted)) return false;
+    }
+  }
+  return true;
+}
+
+/**
+ * A filter's value read as the type the memory stored it with: a query string carries only
+ * text, so `meta.priority=2` matches a stored 2 and `meta.done=true` a stored true, while a
+ * stored "2" is matched by the text "2" only.
+ */
+function sameValue(stored: MetadataValue, wanted: MetadataValue): boolean {
+  if (typeof stored === typeof wanted) return stored === wanted;
+  if (typeof wanted !== 'string') return String(wanted) === stored;
+  if (typeof stored === 'number') return wanted.trim() !== '' && Number(wanted) === stored;
+  return wanted === String(stored);
 }
 
 /** A record's standalone content, built once: a record is replaced, never changed, so it cannot go stale. */
@@ -79,8 +114,8 @@ export function hitContent(record: StoredRecord): string {
 }
 
 export function publicMemory(record: StoredRecord): Memory {
-  const { seq: _seq, batch: _batch, vec: _vec, model: _model, ...memory } = record;
-  return memory;
+  const { seq: _seq, batch: _batch, vec: _vec, model: _model, history: _history, ...memory } = record;
+  return { ...memory, version: record.version ?? 1, updated_at: record.updated_at ?? record.created_at, metadata: record.metadata ?? {} };
 }
 
 export function errorMessage(error: unknown): string {

@@ -14,7 +14,7 @@ import { PostgresStore } from '../store/postgres-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { ArrivalOrder } from './arrival-order.js';
 import { IndexLifecycle } from './index-lifecycle.js';
-import { errorMessage, hitContent, publicMemory, unitText } from './memory-records.js';
+import { errorMessage, hitContent, matchesFilter, publicMemory, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
 import { inStoredOrder, type UserState } from './user-state.js';
 import { boundSearchRequest } from './query-bounds.js';
@@ -23,6 +23,9 @@ import type {
   ConversationAdd,
   ListRequest,
   Memory,
+  MemoryFilter,
+  MemoryUpdate,
+  MemoryVersion,
   NewMemory,
   SearchHit,
   SearchRequest,
@@ -67,8 +70,9 @@ export interface ExportedUnit {
   vector: Float32Array;
 }
 
-/** One line of `memorypool export`: a memory plus its vector and the model that produced it. */
-export type PortableRecord = Memory & { vec?: string; model?: string };
+/** One line of `memorypool export`: a memory, the versions it replaced, its vector and the model that produced it. */
+export type PortableRecord = Omit<Memory, 'version' | 'updated_at' | 'metadata'> &
+  Partial<Pick<Memory, 'version' | 'updated_at' | 'metadata'>> & { history?: MemoryVersion[]; vec?: string; model?: string };
 
 export interface PoolStats {
   count: number;
@@ -236,6 +240,7 @@ export class MemoryService {
           importance: input.importance ?? 0.5,
           source: input.source ?? 'cli',
           created_at: new Date(now).toISOString(),
+          ...(input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: input.metadata } : {}),
           model: this.embedder.modelId,
         },
         vector,
@@ -297,8 +302,7 @@ export class MemoryService {
       const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
       const queryTexts: QueryText[] = texts.map((text) => ({ terms: analyze(text) }));
       const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
-      if (request.tag) wantedTags.add(request.tag.toLowerCase());
-      const tag = request.tag;
+      if (request.filter?.tag) wantedTags.add(request.filter.tag.toLowerCase());
       const prepared = state.corpus.prepare(
         {
           main: queryTexts[0],
@@ -308,7 +312,8 @@ export class MemoryService {
           wantedTags,
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
-          filter: tag === undefined ? undefined : (seq) => state.bySeq.get(seq)?.tags.includes(tag) ?? false,
+          filter: recordFilter(state, request.filter),
+          collapseDuplicates: request.collapseDuplicates === true,
           explain: request.explain === true,
         },
         weights,
@@ -316,11 +321,12 @@ export class MemoryService {
       // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
       const ranked = state.corpus.rank(prepared, await encoding, request.limit);
       const hits: SearchHit[] = [];
-      for (const { seq, score, explanation } of ranked) {
+      for (const { seq, score, explanation, duplicates } of ranked) {
         const record = state.bySeq.get(seq);
         if (!record) continue;
         const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
         if (explanation) hit.explanation = explanation;
+        if (duplicates !== undefined) hit.duplicates = duplicates;
         hits.push(hit);
       }
       return hits;
@@ -336,7 +342,7 @@ export class MemoryService {
     const seqs = [...state.bySeq.keys()].sort((a, b) => b - a);
     for (const seq of seqs) {
       const record = state.bySeq.get(seq)!;
-      if (request.tag !== undefined && !record.tags.includes(request.tag)) continue;
+      if (request.filter && !matchesFilter(record, request.filter)) continue;
       out.push(publicMemory(record));
       if (out.length >= request.limit) break;
     }
@@ -345,18 +351,56 @@ export class MemoryService {
 
   async get(userId: string, id: string): Promise<Memory> {
     const record = (await this.existingUser(userId))?.records.get(id);
-    if (!record) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+    if (!record) throw notFound(id);
     return publicMemory(record);
+  }
+
+  /**
+   * Replaces a memory by its next version: same id, version + 1. A new text is embedded first
+   * (outside the lock, like an Add) and the memory is re-indexed before this returns, so from
+   * the answer on searches find the new text and never the old one.
+   */
+  async updateMemory(input: MemoryUpdate): Promise<Memory> {
+    return this.track(async () => {
+      const state = await this.existingUser(input.userId);
+      const current = state?.records.get(input.id);
+      if (!current) throw notFound(input.id);
+      const text = input.text?.trim();
+      const changesText = text !== undefined && text !== current.text;
+      const [vector] = changesText ? await this.embed([denseText({ ...unitText(current), text })], 'ingest', input.userId) : [];
+      return this.underLock(input.userId, async (locked) => {
+        const result = await this.store.update(input.userId, input.id, {
+          text,
+          tags: input.tags,
+          importance: input.importance,
+          metadata: input.metadata,
+          updatedAt: new Date().toISOString(),
+          ...(vector ? { vector, model: this.embedder.modelId } : {}),
+        });
+        if (!result) throw notFound(input.id);
+        this.cache.applyUpdate(locked, result, vector);
+        return publicMemory(result.record);
+      });
+    });
+  }
+
+  /** Every version of a memory, oldest first, the current one last. */
+  async history(userId: string, id: string): Promise<{ id: string; versions: MemoryVersion[] }> {
+    const record = (await this.existingUser(userId))?.records.get(id);
+    if (!record) throw notFound(id);
+    const { version, text, tags, importance, metadata, updated_at } = publicMemory(record);
+    const earlier = version > 1 ? await this.store.history(userId, id) : [];
+    return { id, versions: [...earlier.filter((entry) => entry.version < version), { version, text, tags, importance, metadata, updated_at }] };
   }
 
   /** Deletes one memory: the store drops it (the JSONL store rewrites only its owner's file), then every index does. */
   async delete(userId: string, id: string): Promise<void> {
     await this.track(async () => {
       const state = await this.existingUser(userId);
-      if (!state?.records.has(id)) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+      if (!state?.records.has(id)) throw notFound(id);
       await this.underLock(userId, async (current) => {
         const result = await this.store.remove(userId, [id]);
-        if (result.removed.length === 0) throw createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+        if (result.removed.length === 0) throw notFound(id);
         this.total -= 1;
         this.cache.applyRemove(current, result);
       });
@@ -396,7 +440,12 @@ export class MemoryService {
   async exportRecords(userId: string): Promise<PortableRecord[]> {
     const state = await this.existingUser(userId);
     if (!state) return [];
-    return inStoredOrder(state).map((record) => ({ ...publicMemory(record), vec: encodeVector(state.corpus.vectorOf(record.seq)!), model: record.model }));
+    const out: PortableRecord[] = [];
+    for (const record of inStoredOrder(state)) {
+      const history = (record.version ?? 1) > 1 ? await this.store.history(userId, record.id) : [];
+      out.push({ ...publicMemory(record), ...(history.length > 0 ? { history } : {}), vec: encodeVector(state.corpus.vectorOf(record.seq)!), model: record.model });
+    }
+    return out;
   }
 
   /**
@@ -659,6 +708,19 @@ function indexStats(state: UserState): PoolStats['per_user'][number]['index'] {
     vectors: inMemory ? inMemory.size : (state.indexOnDisk?.vectors ?? 0),
     complete: inMemory ? state.corpus.vectorIndexComplete : state.indexOnDisk !== null,
     pending_flush: state.indexDirty,
+  };
+}
+
+function notFound(id: string): Error {
+  return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+}
+
+/** The request's filter as the corpus applies it (on seqs), or none. */
+function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((seq: number) => boolean) | undefined {
+  if (!filter || (filter.tag === undefined && filter.metadata === undefined && filter.sinceMs === undefined && filter.untilMs === undefined)) return undefined;
+  return (seq) => {
+    const record = state.bySeq.get(seq);
+    return record !== undefined && matchesFilter(record, filter);
   };
 }
 

@@ -2,8 +2,26 @@ import type { ScoreExplanation } from '../retrieval/fuse-scores.js';
 
 export type { ScoreExplanation, ScoreTerm } from '../retrieval/fuse-scores.js';
 
-/** A stored memory as every door returns it. Vectors and index data never leave the service. */
-export interface Memory {
+/** A metadata value: what `meta.<key>=` filters match, as the type it was stored with. */
+export type MetadataValue = string | number | boolean;
+export type Metadata = Record<string, MetadataValue>;
+
+/** What an update changes, and what each version of a memory keeps (its history, oldest first). */
+export interface MemoryVersion {
+  version: number;
+  text: string;
+  tags: string[];
+  importance: number;
+  metadata: Metadata;
+  updated_at: string;
+}
+
+/**
+ * A memory as the store keeps it. `version`, `updated_at` and `metadata` are written only once
+ * they differ from their defaults (1, `created_at`, `{}`), so the platform's Adds cost no more
+ * bytes than before; `Memory` is what the doors see, every field filled in.
+ */
+export interface MemoryFields {
   id: string;
   user_id: string;
   text: string;
@@ -12,6 +30,9 @@ export interface Memory {
   source: string;
   /** When the service stored it (ISO 8601). */
   created_at: string;
+  version?: number;
+  updated_at?: string;
+  metadata?: Metadata;
   /** Add-contract provenance; absent on memories written through /mem or the CLI. */
   session_id?: string;
   /** The message's role or speaker name as the client sent it. */
@@ -25,8 +46,19 @@ export interface Memory {
   parts?: number;
 }
 
+/** A stored memory as every door returns it. Vectors and index data never leave the service. */
+export interface Memory extends MemoryFields {
+  /** 1 when created, +1 per update. */
+  version: number;
+  /** When the current version was written (its `created_at` until the first update). */
+  updated_at: string;
+  metadata: Metadata;
+}
+
 export interface ScoredMemory extends Memory {
   score: number;
+  /** How many other memories of the same text (trimmed, white space collapsed, any case) were folded into this hit. */
+  duplicates?: number;
 }
 
 /** Input of the MemoryPool protocol's add (validated at the edge). */
@@ -36,6 +68,31 @@ export interface NewMemory {
   tags?: string[];
   importance?: number;
   source?: string;
+  metadata?: Metadata;
+}
+
+/** Input of an update (validated at the edge: at least one field). Each field given replaces the stored one. */
+export interface MemoryUpdate {
+  userId: string;
+  id: string;
+  text?: string;
+  tags?: string[];
+  importance?: number;
+  metadata?: Metadata;
+}
+
+/**
+ * Which memories a search or a list considers: every condition must hold. A search ranks among
+ * the memories passing it only (they are the candidates), never cuts a ranked list afterwards.
+ */
+export interface MemoryFilter {
+  /** Only memories carrying this tag. */
+  tag?: string;
+  /** Exact matches on metadata, each value read as the type the memory stored it with. */
+  metadata?: Record<string, MetadataValue>;
+  /** Bounds (Unix ms, both included) on the memory's time: `occurred_at`, else `created_at`. */
+  sinceMs?: number;
+  untilMs?: number;
 }
 
 /** One message of an evaluation-platform Add (validated at the edge). */
@@ -65,8 +122,9 @@ export interface SearchRequest {
   limit: number;
   /** Multiple-choice answers, searched as extra queries and fused in. */
   options?: string[];
-  /** Only memories carrying this tag. */
-  tag?: string;
+  filter?: MemoryFilter;
+  /** Hold each distinct text once (the MemoryPool doors): the best copy, with `SearchHit.duplicates`. */
+  collapseDuplicates?: boolean;
   /** Break each hit's score into its terms (`SearchHit.explanation`). */
   explain?: boolean;
   /**
@@ -86,10 +144,12 @@ export interface SearchHit {
    * fusion applied them (from 0: add, or multiply), so replaying them gives `explanation.score`.
    */
   explanation?: ScoreExplanation;
+  /** With `collapseDuplicates`: the other memories of this text folded into this hit (absent when none). */
+  duplicates?: number;
 }
 
 export interface ListRequest {
   userId: string;
   limit: number;
-  tag?: string;
+  filter?: MemoryFilter;
 }

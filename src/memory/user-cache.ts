@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit } from '../store/memory-store.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UpdateResult } from '../store/memory-store.js';
 import type { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage } from './memory-records.js';
 import { admitUnits, dropUnits, emptyUserState, type UserState } from './user-state.js';
@@ -33,7 +33,7 @@ export interface UserCacheOptions {
 /**
  * The users this replica holds in memory: a cache of the store, loaded on demand, evicted least
  * recently used past a memory budget, and brought up to date on each request by comparing the
- * store's per-user version (a delta of new seqs when only appends happened, else a reload).
+ * store's per-user version (a delta of new seqs when only appends and updates happened, else a reload).
  */
 export class UserCache {
   private readonly options: UserCacheOptions;
@@ -120,6 +120,24 @@ export class UserCache {
     this.resize(state);
   }
 
+  /**
+   * Applies an acknowledged update: the old version leaves every index and the new one (under
+   * its new seq) enters them, with the new text's vector or, when the text stayed, the old one.
+   */
+  applyUpdate(state: UserState, result: UpdateResult, vector: Float32Array | undefined): void {
+    const kept = vector ?? state.corpus.vectorOf(result.previousSeq);
+    if (state.version !== result.previousVersion || !kept) {
+      state.version = -1;
+      return;
+    }
+    dropUnits(state, [{ id: result.record.id, seq: result.previousSeq }]);
+    admitUnits(state, [{ record: result.record, vector: kept }], { deferIndex: true });
+    state.version = result.version;
+    this.options.lifecycle.markDirty(state);
+    this.options.lifecycle.indexLater(state);
+    this.resize(state);
+  }
+
   /** Takes a user out of the cache (deleted, or reloaded); a writer holding the state starts over. */
   retire(state: UserState): void {
     state.retired = true;
@@ -164,8 +182,12 @@ export class UserCache {
     if (state.retired) return null;
     const changes = await this.store.changesSince(state.userId, state.nextSeq);
     if (changes.version === state.version) return state;
-    const appendsOnly = changes.count === state.records.size + changes.units.length && changes.units.every((unit) => this.usable(unit));
+    // An update moves its memory to a new seq: a unit here whose id is known replaces that memory.
+    const updated = changes.units.filter(({ record }) => state.records.has(record.id));
+    const added = changes.units.length - updated.length;
+    const appendsOnly = changes.count === state.records.size + added && changes.units.every((unit) => this.usable(unit));
     if (appendsOnly) {
+      dropUnits(state, updated.map(({ record }) => ({ id: record.id, seq: state.records.get(record.id)!.seq })));
       admitUnits(state, changes.units.map(({ record, vector }) => ({ record, vector: vector! })));
       state.version = changes.version;
       if (changes.units.length > 0) this.options.lifecycle.markDirty(state);

@@ -62,6 +62,7 @@ export function admitUnits(
   for (const { record } of units) {
     delete record.vec;
     delete record.batch;
+    delete record.history;
     if (strings) compactRecord(record, strings);
     state.records.set(record.id, record);
     state.bySeq.set(record.seq, record);

@@ -6,9 +6,11 @@ import { parseOr400 } from '../http/validation.js';
 import {
   addParamsSchema,
   DEFAULT_USER,
+  getParamsSchema,
   idParamsSchema,
   listParamsSchema,
   searchParamsSchema,
+  updateParamsSchema,
   userScopeSchema,
 } from './memorypool-schemas.js';
 
@@ -20,7 +22,7 @@ export const invokePayloadSchema = z.object({
   params: z.record(z.string(), z.unknown(), { error: 'params must be an object' }).optional(),
 });
 
-export const INVOKE_ACTIONS = ['add', 'search', 'list', 'get', 'delete', 'stats'] as const;
+export const INVOKE_ACTIONS = ['add', 'search', 'list', 'get', 'update', 'history', 'delete', 'stats'] as const;
 export type Action = (typeof INVOKE_ACTIONS)[number];
 
 /** Called with each user an action touches, before it is touched (token scopes). */
@@ -46,24 +48,33 @@ export async function runAction(service: MemoryService, action: Action, params: 
       const input = parseOr400(addParamsSchema, params);
       const userId = input.user_id ?? DEFAULT_USER;
       checkUser(userId);
-      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, source: input.source ?? defaultSource });
+      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source ?? defaultSource });
     }
-    case 'search': {
-      const input = parseOr400(searchParamsSchema, params);
-      checkUser(input.user_id);
-      const hits = await service.search({ userId: input.user_id, query: input.query, limit: input.limit, tag: input.tag, explain: input.explain });
-      return hits.map(scoredMemory);
-    }
+    case 'search':
+      return (await searchHits(service, params, checkUser)).map(scoredMemory);
     case 'list': {
       const input = parseOr400(listParamsSchema, params);
       checkUser(input.user_id);
-      return service.list({ userId: input.user_id, limit: input.limit, tag: input.tag });
+      return service.list({ userId: input.user_id, limit: input.limit, filter: input.filter });
     }
     case 'get': {
+      const input = parseOr400(getParamsSchema, params);
+      const userId = input.user_id ?? DEFAULT_USER;
+      checkUser(userId);
+      const memory = await service.get(userId, input.id);
+      return input.history ? { ...memory, versions: (await service.history(userId, input.id)).versions } : memory;
+    }
+    case 'update': {
+      const input = parseOr400(updateParamsSchema, params);
+      const userId = input.user_id ?? DEFAULT_USER;
+      checkUser(userId);
+      return service.updateMemory({ userId, id: input.id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata });
+    }
+    case 'history': {
       const input = parseOr400(idParamsSchema, params);
       const userId = input.user_id ?? DEFAULT_USER;
       checkUser(userId);
-      return service.get(userId, input.id);
+      return service.history(userId, input.id);
     }
     case 'delete': {
       const input = parseOr400(idParamsSchema, params);
@@ -88,9 +99,24 @@ function pickAction(...candidates: unknown[]): Action {
   throw createError('UNKNOWN_ACTION', `Unknown action ${JSON.stringify(named)}: expected one of ${INVOKE_ACTIONS.join(', ')}`);
 }
 
-/** A search hit as the MemoryPool doors answer it: the memory, its score, and its explanation when asked for. */
+/**
+ * A MemoryPool search (GET /mem/search, /invoke, the CLI, MCP recall): filtered as asked, each
+ * distinct text once.
+ */
+export async function searchHits(service: MemoryService, params: unknown, checkUser: UserCheck): Promise<SearchHit[]> {
+  const input = parseOr400(searchParamsSchema, params);
+  checkUser(input.user_id);
+  return service.search({ userId: input.user_id, query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true });
+}
+
+/** A search hit as the MemoryPool doors answer it: the memory, its score, its folded duplicates and its explanation when asked for. */
 export function scoredMemory(hit: SearchHit): ScoredMemory & { explanation?: ScoreExplanation } {
-  return hit.explanation ? { ...hit.memory, score: hit.score, explanation: hit.explanation } : { ...hit.memory, score: hit.score };
+  return {
+    ...hit.memory,
+    score: hit.score,
+    ...(hit.duplicates !== undefined ? { duplicates: hit.duplicates } : {}),
+    ...(hit.explanation ? { explanation: hit.explanation } : {}),
+  };
 }
 
 /** Pool statistics restricted to the users the caller may see (all of them with an unscoped token). */

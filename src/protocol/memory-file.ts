@@ -26,7 +26,17 @@ const isoDate = (field: string) =>
     .refine((value) => !Number.isNaN(Date.parse(value)), { error: `${field} must be a valid date` })
     .transform((value) => new Date(Date.parse(value)).toISOString());
 
-const { text, tags, importance, source, user_id } = addParamsSchema.shape;
+const { text, tags, importance, source, user_id, metadata } = addParamsSchema.shape;
+
+/** An earlier version of the memory, as `memorypool export` writes its history. */
+const pastVersionSchema = z.object({
+  version: z.number().int().min(1),
+  text: z.string(),
+  tags: z.array(z.string()),
+  importance: z.number(),
+  metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  updated_at: z.string(),
+});
 
 export const memoryLineSchema = z.object({
   id: idParamsSchema.shape.id,
@@ -36,6 +46,10 @@ export const memoryLineSchema = z.object({
   importance,
   source,
   created_at: isoDate('created_at').optional(),
+  metadata,
+  version: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }).min(1).optional(),
+  updated_at: isoDate('updated_at').optional(),
+  history: z.array(pastVersionSchema).optional(),
   session_id: optionalText,
   role: optionalText,
   occurred_at: isoDate('occurred_at').optional(),

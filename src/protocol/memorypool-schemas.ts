@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_MESSAGE_CHARS } from '../http/request-limits.js';
+import type { MemoryFilter } from '../memory/types.js';
 
 /**
  * The MemoryPool protocol's request shapes, shared by the HTTP routes, /invoke and the CLI's
@@ -12,6 +13,11 @@ export const DEFAULT_LIST_LIMIT = 20;
 export const MAX_LIMIT = 1000;
 /** A memory's text, in characters: the platform's per-message bound, for the same reason. */
 export const MAX_TEXT_CHARS = MAX_MESSAGE_CHARS;
+export const MAX_METADATA_KEYS = 64;
+export const MAX_METADATA_KEY_CHARS = 128;
+export const MAX_METADATA_VALUE_CHARS = 1000;
+/** `meta.<key>=<value>` in a query string: one metadata condition. */
+export const META_PARAM_PREFIX = 'meta.';
 
 const nonBlank = (field: string) =>
   z
@@ -31,6 +37,80 @@ const limit = z
 
 const tag = nonBlank('tag').optional().meta({ description: 'Only memories carrying this tag' });
 
+const metadataValue = z.union([z.string().max(MAX_METADATA_VALUE_CHARS), z.number(), z.boolean()], {
+  error: `metadata values must be strings (at most ${MAX_METADATA_VALUE_CHARS} characters), finite numbers or booleans`,
+});
+const metadataKey = z.string().min(1).max(MAX_METADATA_KEY_CHARS);
+const keyOrObjectError = (what: string) => (issue: { code: string }) =>
+  issue.code === 'invalid_key' ? `${what} keys must be 1-${MAX_METADATA_KEY_CHARS} characters` : `${what} must be an object`;
+
+/** A memory's metadata: a bounded object of scalar values, so that every door can filter on it. */
+const metadata = z
+  .record(metadataKey, metadataValue, { error: keyOrObjectError('metadata') })
+  .refine((value) => Object.keys(value).length <= MAX_METADATA_KEYS, { error: `metadata may hold at most ${MAX_METADATA_KEYS} keys` })
+  .optional()
+  .meta({ description: `Your own fields: at most ${MAX_METADATA_KEYS} keys (1-${MAX_METADATA_KEY_CHARS} characters), values strings, numbers or booleans; filter on them with meta.<key>` });
+
+/** A point in time as ISO 8601 text or Unix milliseconds (a number, or digits in a query string). */
+const instant = (field: string) =>
+  z
+    .union([z.number(), z.string()], { error: `${field} must be an ISO 8601 date or Unix milliseconds` })
+    .transform((value, ctx) => {
+      const ms = parseInstant(value);
+      if (ms === null) {
+        ctx.addIssue({ code: 'custom', message: `${field} must be an ISO 8601 date or Unix milliseconds` });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .optional()
+    .meta({ type: 'string', description: `${field === 'since' ? 'From' : 'Up to'} this time, included (ISO 8601 or Unix milliseconds), on the memory's time: occurred_at, else created_at` });
+
+function parseInstant(value: number | string): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  if (/^\s*-?\d+\s*$/.test(value)) return Number(value);
+  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) return null;
+  const ms = Date.parse(value.trim());
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** The fields every door filters with (search, list); `meta.<key>` query parameters join `filter`. */
+const filterFields = {
+  tag,
+  filter: z
+    .record(metadataKey, metadataValue, { error: keyOrObjectError('filter') })
+    .optional()
+    .meta({ description: 'Metadata that must match exactly, key → value (several keys: all of them); in a query string, meta.<key>=<value>' }),
+  since: instant('since'),
+  until: instant('until'),
+};
+
+type FilterInput = { tag?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number } & Record<string, unknown>;
+
+/** The filter of a search or list, `meta.<key>` parameters included; undefined when nothing is asked. */
+function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | undefined | typeof z.NEVER {
+  const wanted: Record<string, string | number | boolean> = { ...value.filter };
+  for (const [name, given] of Object.entries(value)) {
+    if (!name.startsWith(META_PARAM_PREFIX)) continue;
+    const key = name.slice(META_PARAM_PREFIX.length);
+    if (!metadataKey.safeParse(key).success || !metadataValue.safeParse(given).success) {
+      ctx.addIssue({ code: 'custom', path: [name], message: `must be given once, with a key of 1-${MAX_METADATA_KEY_CHARS} characters and a value` });
+      return z.NEVER;
+    }
+    wanted[key] = given as string | number | boolean;
+  }
+  if (value.since !== undefined && value.until !== undefined && value.since > value.until) {
+    ctx.addIssue({ code: 'custom', path: ['since'], message: 'since must not be after until' });
+    return z.NEVER;
+  }
+  const filter: MemoryFilter = {};
+  if (value.tag !== undefined) filter.tag = value.tag;
+  if (Object.keys(wanted).length > 0) filter.metadata = wanted;
+  if (value.since !== undefined) filter.sinceMs = value.since;
+  if (value.until !== undefined) filter.untilMs = value.until;
+  return Object.keys(filter).length > 0 ? filter : undefined;
+}
+
 /** `explain=true` in a query string, `"explain": true` in JSON: each hit then carries its score's terms. */
 const explain = z
   .union([z.boolean(), z.enum(['true', 'false', '1', '0'])], { error: 'explain must be true or false' })
@@ -38,49 +118,83 @@ const explain = z
   .optional()
   .meta({ description: "Break each hit's score into the terms that made it (dense, BM25, boosts, multipliers)" });
 
+const text = nonBlank('text').max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` });
+const tags = z
+  .array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' })
+  .max(256)
+  .optional()
+  .meta({ description: 'Labels to filter by later' });
+const importance = z
+  .number({ error: 'importance must be a number between 0 and 1' })
+  .min(0, { error: 'importance must be between 0 and 1' })
+  .max(1, { error: 'importance must be between 0 and 1' })
+  .optional()
+  .meta({ description: 'From 0 to 1 (default 0.5); weighs the memory in search' });
+
 export const addParamsSchema = z.object({
-  text: nonBlank('text')
-    .max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` })
-    .meta({ description: 'What to remember, one self-contained statement' }),
-  tags: z
-    .array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' })
-    .max(256)
-    .optional()
-    .meta({ description: 'Labels to filter by later' }),
-  importance: z
-    .number({ error: 'importance must be a number between 0 and 1' })
-    .min(0, { error: 'importance must be between 0 and 1' })
-    .max(1, { error: 'importance must be between 0 and 1' })
-    .optional()
-    .meta({ description: 'From 0 to 1 (default 0.5); weighs the memory in search' }),
+  text: text.meta({ description: 'What to remember, one self-contained statement' }),
+  tags,
+  importance,
+  metadata,
   source: nonBlank('source').optional().meta({ description: 'Where it came from' }),
   user_id: userId,
 });
+
+/** What an update may change: the fields of an add, each optional, at least one given. */
+const updateFields = {
+  text: text.optional().meta({ description: 'The corrected text (re-embedded and re-indexed before the answer)' }),
+  tags: tags.meta({ description: 'Replace the tags' }),
+  importance,
+  metadata: metadata.meta({ description: 'Replace the metadata (same rules as on add; {} clears it)' }),
+  user_id: userId,
+};
+const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata'] as const;
+const someUpdate = {
+  error: `give at least one of ${UPDATE_FIELDS.join(', ')}`,
+};
+const hasUpdate = (value: Record<string, unknown>) => UPDATE_FIELDS.some((field) => value[field] !== undefined);
+
+/** PATCH /mem/{id}'s body (the id is in the path). */
+export const updateBodySchema = z.object(updateFields).refine(hasUpdate, someUpdate);
+/** /invoke update, the CLI and MCP update_memory: the id plus the fields. */
+export const updateParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields }).refine(hasUpdate, someUpdate);
 
 export const searchParamsSchema = z
   .object({
     // Checked below rather than typed here, so both spellings get the same messages.
     query: z.unknown().optional().meta({ type: 'string', description: 'What to look for, in natural language' }),
     q: z.unknown().optional().meta({ type: 'string', description: 'Same as query' }),
-    tag,
+    ...filterFields,
     limit,
     explain,
     user_id: userId,
   })
+  .loose()
   .transform((value, ctx) => {
     const query = value.query ?? value.q;
     if (typeof query !== 'string' || query.trim() === '') {
       ctx.addIssue({ code: 'custom', path: ['query'], message: query === undefined ? 'is required' : 'must be a non-empty string' });
       return z.NEVER;
     }
-    return { query, tag: value.tag, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, user_id: value.user_id ?? DEFAULT_USER };
+    const filter = toFilter(value, ctx);
+    return { query, filter, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, user_id: value.user_id ?? DEFAULT_USER };
   });
 
 export const listParamsSchema = z
-  .object({ tag, limit, user_id: userId })
-  .transform((value) => ({ tag: value.tag, limit: value.limit ?? DEFAULT_LIST_LIMIT, user_id: value.user_id ?? DEFAULT_USER }));
+  .object({ ...filterFields, limit, user_id: userId })
+  .loose()
+  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, user_id: value.user_id ?? DEFAULT_USER }));
 
 export const idParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), user_id: userId });
+
+/** get (/invoke, MCP get_memory): with `history`, the answer carries every version too. */
+export const getParamsSchema = idParamsSchema.extend({
+  history: z
+    .union([z.boolean(), z.enum(['true', 'false', '1', '0'])], { error: 'history must be true or false' })
+    .transform((value) => value === true || value === 'true' || value === '1')
+    .optional()
+    .meta({ description: 'Include every version of the memory, oldest first (`versions`)' }),
+});
 
 export const userScopeSchema = z.object({ user_id: userId });
 

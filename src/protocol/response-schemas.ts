@@ -17,6 +17,9 @@ export const memorySchema = z
     importance: z.number().min(0).max(1),
     source: z.string(),
     created_at: isoTime.meta({ description: 'When the service stored it' }),
+    version: z.number().int().min(1).meta({ description: '1 when created, +1 per update' }),
+    updated_at: isoTime.meta({ description: 'When the current version was written (created_at until the first update)' }),
+    metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
     session_id: z.string().optional().meta({ description: 'Set on memories written through POST /add' }),
     role: z.string().optional(),
     occurred_at: isoTime.optional().meta({ description: "The message's own time" }),
@@ -33,13 +36,34 @@ export const explanationSchema = z.object({
   terms: z.array(z.object({ term: z.string(), kind: z.enum(['add', 'multiply']), value: z.number() })),
 });
 
-export const scoredMemorySchema = memorySchema.extend({ score: z.number(), explanation: explanationSchema.optional() }).strict();
+export const scoredMemorySchema = memorySchema
+  .extend({
+    score: z.number(),
+    duplicates: z.number().int().min(1).optional().meta({ description: 'Other memories of the same text (trimmed, white space collapsed, any case) folded into this one' }),
+    explanation: explanationSchema.optional(),
+  })
+  .strict();
+
+export const memoryVersionSchema = z.object({
+  version: z.number().int().min(1),
+  text: z.string(),
+  tags: z.array(z.string()),
+  importance: z.number(),
+  metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+  updated_at: isoTime,
+});
+
+export const historySchema = z.object({ id: z.string(), versions: z.array(memoryVersionSchema).meta({ description: 'Oldest first, the current version last' }) });
+export const memoryWithHistorySchema = memorySchema.extend({ versions: z.array(memoryVersionSchema) }).strict();
 
 export const poolStatsSchema = z
   .object({
     count: z.number().int(),
     users: z.number().int(),
     embedder: z.object({ model: z.string(), dimensions: z.number().int() }),
+    cache: z
+      .object({ users: z.number().int(), estimated_bytes: z.number().int(), budget_bytes: z.number().int().nullable() })
+      .meta({ description: 'The users this process holds in memory, their estimated size and the budget (null: none)' }),
     per_user: z.array(
       z.object({
         user_id: z.string(),
@@ -67,6 +91,9 @@ export const searchAnswerSchema = z.object({
   ),
 });
 
-export const errorBodySchema = z.object({ detail: z.object({ reason: z.string() }) });
+export const errorBodySchema = z.object({
+  detail: z.object({ reason: z.string() }),
+  error: z.string().optional().meta({ description: 'On /mem and /invoke: the same message as detail.reason' }),
+});
 export const validationErrorBodySchema = z
   .object({ detail: z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })) });

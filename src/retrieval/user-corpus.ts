@@ -39,6 +39,8 @@ export interface CorpusUnit {
   eventPeriod: TimePeriod | null;
   /** A question between named speakers (penalised a little, see `questionTurnPenalty`). */
   isQuestion: boolean;
+  /** The text as duplicates share it (`duplicateKey`): answers that collapse duplicates hold each once. */
+  textKey: string;
 }
 
 /** A query text as analysed: its index terms. */
@@ -64,8 +66,14 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
   period: TimePeriod | null;
-  /** Keeps only units passing it (a tag filter), applied before the cut. */
+  /**
+   * Ranks only the units passing it (the request's filter): they are the candidates, so the
+   * normalisations, the neighbours' shares and the cut all see the matching units only, and a
+   * rare filter still fills the limit.
+   */
   filter?: (seq: number) => boolean;
+  /** Hold each distinct `textKey` once: the best-scored unit (the newest on ties), with the count of the others. */
+  collapseDuplicates?: boolean;
   /** Return each unit's score broken into its terms (costs nothing when off). */
   explain?: boolean;
 }
@@ -95,15 +103,14 @@ interface VectorFreeScores {
 /** The parts of the fused score that depend on the unit and the query's cues only, per candidate. */
 type CueColumns = { [K in Exclude<FusedPartName, 'dense' | 'bm25' | 'options' | 'neighbours'>]: Float64Array };
 
-interface UnitTerms extends CueColumns {
-  /** 0 for a candidate the query's filter drops. */
-  kept: Uint8Array;
-}
+type UnitTerms = CueColumns;
 
 export interface RankedUnit {
   seq: number;
   score: number;
   explanation?: ScoreExplanation;
+  /** With `collapseDuplicates`: other matching units of the same text folded into this one. */
+  duplicates?: number;
 }
 
 /**
@@ -123,6 +130,9 @@ interface SlotLayout {
   messageCount: number;
   /** 1 for a unit of the first two turns of its session (see `timeCue`). */
   catchUpTurn: Uint8Array;
+  /** Units of the same `textKey` share an id. */
+  text: Int32Array;
+  textCount: number;
 }
 
 interface UnitLinks {
@@ -281,8 +291,9 @@ export class UserCorpus {
    */
   prepare(query: CorpusQuery<QueryText>, weights: RetrievalWeights): PreparedSearch {
     const layout = this.currentLayout();
-    if (!this.scoredExhaustively(weights)) return { query, weights, layout, scored: null };
-    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, everySlot(layout)) };
+    const matching = query.filter ? matchingSlots(layout, query.filter) : null;
+    if (!this.scoredExhaustively(weights, matching)) return { query, weights, layout, scored: null };
+    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, matching ?? everySlot(layout)) };
   }
 
   /** Ranks a prepared search given the vectors of its texts (the main one, then the options). */
@@ -325,18 +336,20 @@ export class UserCorpus {
     const score = new Float64Array(count);
     const seqs = new Float64Array(count);
     const order = new Uint32Array(count);
-    let kept = 0;
     for (let i = 0; i < count; i++) {
-      if (terms.kept[i] === 0) continue;
       score[i] = fuseColumnsAt(columns, i);
       seqs[i] = layout.units[candidates[i]].seq;
-      order[kept++] = i;
+      order[i] = i;
     }
-    const ranked = order.subarray(0, kept).sort((a, b) => score[b] - score[a] || seqs[b] - seqs[a]);
+    const ranked = order.sort((a, b) => score[b] - score[a] || seqs[b] - seqs[a]);
+    // Copies of one text among the candidates, so that the one answered can say how many it stands for.
+    const copies = query.collapseDuplicates ? new Int32Array(layout.textCount) : null;
+    if (copies) for (let i = 0; i < count; i++) copies[layout.text[candidates[i]]]++;
 
     // One result per message, its best part: the parts of one long message would otherwise crowd
     // the top of the list with one turn, and a result stands for the turn it comes from.
     const seenMessage = new Uint8Array(layout.messageCount);
+    const seenText = copies ? new Uint8Array(layout.textCount) : null;
     const out: RankedUnit[] = [];
     for (let r = 0; r < ranked.length && out.length < limit; r++) {
       const i = ranked[r];
@@ -345,15 +358,22 @@ export class UserCorpus {
         if (seenMessage[message] === 1) continue;
         seenMessage[message] = 1;
       }
-      const seq = seqs[i];
-      if (!query.explain) {
-        out.push({ seq, score: score[i] });
-        continue;
+      const text = layout.text[candidates[i]];
+      if (seenText) {
+        if (seenText[text] === 1) continue;
+        seenText[text] = 1;
       }
-      // fuseScore's own computation, this time listing its terms: fuseColumnsAt repeats it exactly.
-      const explainedTerms: ScoreTerm[] = [];
-      const explained = fuseScore(partsAt(columns, i), explainedTerms);
-      out.push({ seq, score: explained, explanation: { score: explained, terms: explainedTerms } });
+      const seq = seqs[i];
+      const unit: RankedUnit = { seq, score: score[i] };
+      if (copies && copies[text] > 1) unit.duplicates = copies[text] - 1;
+      if (query.explain) {
+        // fuseScore's own computation, this time listing its terms: fuseColumnsAt repeats it exactly.
+        const explainedTerms: ScoreTerm[] = [];
+        const explained = fuseScore(partsAt(columns, i), explainedTerms);
+        unit.score = explained;
+        unit.explanation = { score: explained, terms: explainedTerms };
+      }
+      out.push(unit);
     }
     return out;
   }
@@ -369,7 +389,6 @@ export class UserCorpus {
   private unitTerms(query: CorpusQuery<QueryText>, weights: RetrievalWeights, layout: SlotLayout, candidates: Int32Array): UnitTerms {
     const count = candidates.length;
     const terms: UnitTerms = {
-      kept: new Uint8Array(count).fill(1),
       speaker: new Float64Array(count),
       role: new Float64Array(count),
       tags: new Float64Array(count),
@@ -381,10 +400,9 @@ export class UserCorpus {
       decay: new Float64Array(count),
     };
     // A cue the query lacks leaves its column at 0 for every unit: only the present ones loop.
-    const { speaker, role, period, wantedTags, filter } = query;
+    const { speaker, role, period, wantedTags } = query;
     for (let i = 0; i < count; i++) {
       const unit = layout.units[candidates[i]];
-      if (filter && !filter(unit.seq)) terms.kept[i] = 0;
       if (speaker !== null && unit.speaker === speaker) terms.speaker[i] = weights.speakerBoost;
       if (role && unit.speaker === role) terms.role[i] = weights.roleBoost;
       if (unit.tags.length > 0) terms.tags[i] = tagBoost(unit.tags, wantedTags, weights.tagBoost);
@@ -417,6 +435,8 @@ export class UserCorpus {
     const selfDotPrevious = new Float64Array(n);
     const message = new Int32Array(n);
     const messageIds = new Map<string, number>();
+    const text = new Int32Array(n);
+    const textIds = new Map<string, number>();
     for (let slot = 0; slot < n; slot++) {
       const link = this.links.get(units[slot].seq)!;
       previous[slot] = slotOf(link.previous);
@@ -431,13 +451,16 @@ export class UserCorpus {
         if (id === undefined) messageIds.set(key, (id = messageIds.size));
         message[slot] = id;
       }
+      let textId = textIds.get(units[slot].textKey);
+      if (textId === undefined) textIds.set(units[slot].textKey, (textId = textIds.size));
+      text[slot] = textId;
     }
     const catchUpTurn = new Uint8Array(n);
     for (let slot = 0; slot < n; slot++) {
       const before = previousTurn[slot];
       catchUpTurn[slot] = units[slot].sessionId !== null && (before < 0 || previousTurn[before] < 0) ? 1 : 0;
     }
-    this.layout = { units, slotOfSeq, previous, previousTurn, nextTurn, selfDotPrevious, message, messageCount: messageIds.size, catchUpTurn };
+    this.layout = { units, slotOfSeq, previous, previousTurn, nextTurn, selfDotPrevious, message, messageCount: messageIds.size, catchUpTurn, text, textCount: textIds.size };
     return this.layout;
   }
 
@@ -449,14 +472,19 @@ export class UserCorpus {
     return this.vectorIndex !== null && this.unindexed.size * 2 <= this.links.size;
   }
 
-  /** Small users are scored exhaustively; larger ones once their HNSW index can give the candidates. */
-  private scoredExhaustively(weights: RetrievalWeights): boolean {
-    return this.links.size <= weights.exhaustiveLimit || !this.graphSearchable;
+  /**
+   * Small users are scored exhaustively; larger ones once their HNSW index can give the
+   * candidates. A filter matching no more units than a small user has is scored exhaustively
+   * among them, whatever the size of the user: cheaper than the graph, and every match counts.
+   */
+  private scoredExhaustively(weights: RetrievalWeights, matching: Int32Array | null = null): boolean {
+    return (matching ? matching.length : this.links.size) <= weights.exhaustiveLimit || !this.graphSearchable;
   }
 
-  /** Every slot for users scored exhaustively; else the slots of the BM25 and HNSW candidates. */
+  /** Every (matching) slot for users scored exhaustively; else the slots of the BM25 and HNSW candidates that match. */
   private candidateSlots(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
-    if (this.scoredExhaustively(weights)) return everySlot(layout);
+    const matching = query.filter ? matchingSlots(layout, query.filter) : null;
+    if (this.scoredExhaustively(weights, matching)) return matching ?? everySlot(layout);
     const links = this.candidates(query, vectors, weights);
     const slots = new Int32Array(links.length);
     for (let i = 0; i < links.length; i++) slots[i] = layout.slotOfSeq.get(links[i].unit.seq)!;
@@ -469,16 +497,19 @@ export class UserCorpus {
    */
   private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights): UnitLinks[] {
     // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
-    const chosen = new Set<number>(this.unindexed);
+    // With a filter, both lists are taken among the matching units (the graph searches with it),
+    // so the pools are as full as without one.
+    const passes = query.filter ?? (() => true);
+    const chosen = new Set<number>([...this.unindexed].filter(passes));
     [query.main, ...query.options].forEach((text, t) => {
-      const lexical = [...this.lexical.score(text.terms)].sort((a, b) => b[1] - a[1]);
+      const lexical = [...this.lexical.score(text.terms)].filter(([seq]) => passes(seq)).sort((a, b) => b[1] - a[1]);
       for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);
-      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool)) chosen.add(hit.label);
+      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, query.filter)) chosen.add(hit.label);
     });
     const withNeighbourSeqs = new Set(chosen);
     for (const seq of chosen) {
       const link = this.links.get(seq);
-      for (const neighbour of [link?.previous, link?.next, link?.previousTurn, link?.nextTurn]) if (neighbour) withNeighbourSeqs.add(neighbour.seq);
+      for (const neighbour of [link?.previous, link?.next, link?.previousTurn, link?.nextTurn]) if (neighbour && passes(neighbour.seq)) withNeighbourSeqs.add(neighbour.seq);
     }
     const out: UnitLinks[] = [];
     for (const seq of withNeighbourSeqs) {
@@ -564,6 +595,14 @@ export class UserCorpus {
 
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
+}
+
+/** The slots of the units passing a filter, in slot order. */
+function matchingSlots(layout: SlotLayout, filter: (seq: number) => boolean): Int32Array {
+  const slots = new Int32Array(layout.units.length);
+  let count = 0;
+  for (let slot = 0; slot < layout.units.length; slot++) if (filter(layout.units[slot].seq)) slots[count++] = slot;
+  return slots.subarray(0, count);
 }
 
 /** Slots 0..n-1: the candidates of a user scored exhaustively. */

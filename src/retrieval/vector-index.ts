@@ -97,12 +97,13 @@ export class VectorIndex {
     this.deleted.add(label);
   }
 
-  search(vector: Float32Array, k: number): VectorHit[] {
+  /** The k nearest labels; with `filter`, the k nearest among the labels passing it (hnswlib filters during the walk). */
+  search(vector: Float32Array, k: number, filter?: (label: number) => boolean): VectorHit[] {
     const count = this.size;
     if (count === 0 || k <= 0) return [];
     const wanted = Math.min(k, count);
     this.index.setEf(Math.max(wanted, 64));
-    const result = this.index.searchKnn(Array.from(vector), wanted);
+    const result = this.index.searchKnn(Array.from(vector), wanted, filter);
     return result.neighbors.map((label, i) => ({ label, similarity: 1 - result.distances[i] }));
   }
 

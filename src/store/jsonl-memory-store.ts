@@ -1,7 +1,8 @@
 import type { Logger } from '../logger.js';
 import { JsonlStore } from './jsonl-store.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UserChanges, UserSnapshot } from './memory-store.js';
-import { encodeVector, type StoredRecord } from './stored-record.js';
+import type { MemoryVersion } from '../memory/types.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
+import { encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** What the store must know of a user to write it without reading its file again. */
 interface Head {
@@ -162,6 +163,32 @@ export class JsonlMemoryStore implements MemoryStore {
     });
   }
 
+  /**
+   * Rewrites the user's file with the memory's next version in place of the old one (temp file,
+   * fsync, rename, like a delete), moved to the end: the file stays in seq order. The replaced
+   * version goes into the line's `history`, so deleting the memory (a rewrite without its line)
+   * or the user (the folder) takes its history off the disk with it.
+   */
+  update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
+    return this.serial(userId, async () => {
+      const { records } = await this.files.load(userId);
+      const old = records.find((record) => record.id === id);
+      if (!old) return null;
+      const head = await this.headInQueue(userId);
+      const previousVersion = head.version;
+      const record = patchedRecord(old, patch, head.nextSeq);
+      const line: StoredRecord = { ...record, history: [...(old.history ?? []), versionOf(old)], vec: patch.vector ? encodeVector(patch.vector) : old.vec };
+      await this.files.rewrite(userId, [...records.filter((other) => other !== old), line]);
+      head.nextSeq += 1;
+      head.version = ++this.clock;
+      return { record, previousSeq: old.seq, previousVersion, version: head.version };
+    });
+  }
+
+  history(userId: string, id: string): Promise<MemoryVersion[]> {
+    return this.serial(userId, async () => (await this.files.load(userId)).records.find((record) => record.id === id)?.history ?? []);
+  }
+
   /** Rewrites the user's file without the matching memories (temp file, fsync, rename). */
   private removeWhere(userId: string, matches: (record: StoredRecord) => boolean): Promise<RemoveResult> {
     return this.serial(userId, async () => {
@@ -180,7 +207,8 @@ export class JsonlMemoryStore implements MemoryStore {
   private async readUser(userId: string): Promise<UserSnapshot> {
     const { records, vectors } = await this.files.loadUnits(userId);
     const head = this.heads.get(userId) ?? this.newHead(userId, records);
-    const units: StoredUnit[] = records.map(({ batch: _batch, ...record }, i) => ({ record, vector: vectors[i] }));
+    // History stays on disk: a cache never needs it (`history` reads it when asked).
+    const units: StoredUnit[] = records.map(({ batch: _batch, history: _history, ...record }, i) => ({ record, vector: vectors[i] }));
     return { version: head.version, units };
   }
 

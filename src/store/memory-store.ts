@@ -1,4 +1,5 @@
-import type { StoredRecord } from './stored-record.js';
+import type { MemoryVersion } from '../memory/types.js';
+import type { RecordPatch, StoredRecord } from './stored-record.js';
 import type { IndexCacheFiles } from './vector-index-cache.js';
 
 /**
@@ -45,7 +46,15 @@ export interface MemoryStore {
    * Returns only once durable (fsync / commit).
    */
   append(userId: string, drafts: readonly UnitDraft[], options?: { requestId?: string }): Promise<AppendResult | null>;
-  /** Deletes these memories (ids the user does not hold are ignored). */
+  /**
+   * Replaces one memory by its next version in one durable write (`patchedRecord`: a new seq, the
+   * memory's version + 1), the replaced version kept in its history; the user's version moves as
+   * for any write. Null when the user holds no memory of that id.
+   */
+  update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null>;
+  /** The versions an update replaced, oldest first (empty for a memory never updated, or unknown). */
+  history(userId: string, id: string): Promise<MemoryVersion[]>;
+  /** Deletes these memories, their history with them (ids the user does not hold are ignored). */
   remove(userId: string, ids: readonly string[]): Promise<RemoveResult>;
   /** Deletes the user's memories stored (ingested) before the cutoff. */
   removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult>;
@@ -86,6 +95,13 @@ export interface WriteResult {
 
 export interface AppendResult extends WriteResult {
   records: StoredRecord[];
+}
+
+export interface UpdateResult extends WriteResult {
+  /** The new version, under its new seq. */
+  record: StoredRecord;
+  /** The seq the memory had before. */
+  previousSeq: number;
 }
 
 export interface RemoveResult extends WriteResult {

@@ -59,4 +59,21 @@ CREATE TABLE add_requests (
 ${hashPartitions('add_requests')}
 `,
   },
+  {
+    version: 2,
+    name: 'memory versions: the history of updated memories',
+    sql: `
+-- The versions an update replaced (the current one stays in memories, its record carrying its
+-- version, updated_at and metadata). Kept out of memories so that loading a user into a replica's
+-- cache never reads them; deleted in the same transaction as their memory or their user.
+CREATE TABLE memory_versions (
+  user_id text NOT NULL,
+  id text NOT NULL,
+  version integer NOT NULL,
+  entry jsonb NOT NULL,
+  PRIMARY KEY (user_id, id, version)
+) PARTITION BY HASH (user_id);
+${hashPartitions('memory_versions')}
+`,
+  },
 ];

@@ -1,9 +1,10 @@
 import pg from 'pg';
 import { createError, isAppError, type AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UserChanges, UserSnapshot } from './memory-store.js';
+import type { MemoryVersion } from '../memory/types.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { MIGRATIONS } from './postgres-migrations.js';
-import type { StoredRecord } from './stored-record.js';
+import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
 const MIGRATION_LOCK_KEY = 0x6d656d70; // "memp"
@@ -177,8 +178,11 @@ export class PostgresStore implements MemoryStore {
             records.map((record) => record.model ?? ''),
           ],
         );
+        // An imported memory brings the versions it replaced (export carries them).
+        const versions = records.flatMap((record) => (record.history ?? []).map((entry) => ({ id: record.id, entry })));
+        if (versions.length > 0) await insertVersions(client, userId, versions);
       }
-      return { records, previousVersion: version - 1, version };
+      return { records: records.map(({ history: _history, ...record }) => record), previousVersion: version - 1, version };
     });
   }
 
@@ -190,6 +194,31 @@ export class PostgresStore implements MemoryStore {
     return this.removeWhere(userId, 'created_at < $2::timestamptz', [new Date(cutoffMs).toISOString()]);
   }
 
+  /** One transaction: the user's row locked (the seq and version move), the old version archived, the row replaced. */
+  async update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
+    return this.transaction(async (client) => {
+      const locked = await client.query<{ version: string; next_seq: string }>('SELECT version, next_seq FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      if (locked.rows.length === 0) return null;
+      const current = await client.query<MemoryRow>('SELECT seq, id, record, model FROM memories WHERE user_id = $1 AND id = $2', [userId, id]);
+      if (current.rows.length === 0) return null;
+      const old = storedUnit(userId, current.rows[0], new Float32Array(0)).record;
+      const previousVersion = Number(locked.rows[0].version);
+      const record = patchedRecord(old, patch, Number(locked.rows[0].next_seq));
+      await insertVersions(client, userId, [{ id, entry: versionOf(old) }]);
+      await client.query(
+        `UPDATE memories SET seq = $3, record = $4::jsonb, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`,
+        [userId, id, record.seq, JSON.stringify(recordColumn(record)), patch.vector ? vectorBytes(patch.vector) : null, record.model ?? ''],
+      );
+      await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userId]);
+      return { record, previousSeq: old.seq, previousVersion, version: previousVersion + 1 };
+    });
+  }
+
+  async history(userId: string, id: string): Promise<MemoryVersion[]> {
+    const { rows } = await this.query<{ entry: MemoryVersion }>('SELECT entry FROM memory_versions WHERE user_id = $1 AND id = $2 ORDER BY version', [userId, id]);
+    return rows.map((row) => row.entry);
+  }
+
   async deleteUser(userId: string): Promise<number> {
     return this.transaction(async (client) => {
       // The row stays as a tombstone: its version moves on, so no replica mistakes a new user of this id for the old one.
@@ -197,6 +226,7 @@ export class PostgresStore implements MemoryStore {
       if (rows.length === 0) return 0;
       await client.query('DELETE FROM memories WHERE user_id = $1', [userId]);
       await client.query('DELETE FROM add_requests WHERE user_id = $1', [userId]);
+      await client.query('DELETE FROM memory_versions WHERE user_id = $1', [userId]);
       await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userId]);
       return Number(rows[0].memory_count);
     });
@@ -218,6 +248,8 @@ export class PostgresStore implements MemoryStore {
       const previousVersion = Number(locked.rows[0].version);
       const { rows } = await client.query<{ id: string; seq: string }>(`DELETE FROM memories WHERE user_id = $1 AND ${condition} RETURNING id, seq`, [userId, ...values]);
       if (rows.length === 0) return { removed: [], previousVersion, version: previousVersion };
+      // A deleted memory is gone for good: its history goes in the same transaction.
+      await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userId, rows.map((row) => row.id)]);
       await client.query('UPDATE users SET version = version + 1, memory_count = memory_count - $2 WHERE user_id = $1', [userId, rows.length]);
       return { removed: rows.map((row) => ({ id: row.id, seq: Number(row.seq) })), previousVersion, version: previousVersion + 1 };
     });
@@ -302,8 +334,17 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
 
 /** What the `record` column holds: the memory's fields but those with columns of their own. */
 function recordColumn(record: StoredRecord): Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'> {
-  const { id: _id, user_id: _user, seq: _seq, model: _model, vec: _vec, batch: _batch, ...rest } = record;
+  const { id: _id, user_id: _user, seq: _seq, model: _model, vec: _vec, batch: _batch, history: _history, ...rest } = record;
   return rest;
+}
+
+async function insertVersions(client: pg.PoolClient, userId: string, versions: ReadonlyArray<{ id: string; entry: MemoryVersion }>): Promise<void> {
+  await client.query(
+    `INSERT INTO memory_versions (user_id, id, version, entry)
+     SELECT $1, t.id, t.version, t.entry::jsonb FROM unnest($2::text[], $3::int[], $4::text[]) AS t(id, version, entry)
+     ON CONFLICT DO NOTHING`,
+    [userId, versions.map((v) => v.id), versions.map((v) => v.entry.version), versions.map((v) => JSON.stringify(v.entry))],
+  );
 }
 
 function vectorBytes(vector: Float32Array): Buffer {

@@ -1,10 +1,10 @@
-import type { Memory } from '../memory/types.js';
+import type { MemoryFields, MemoryVersion, Metadata } from '../memory/types.js';
 
 /**
  * One line of a user's `memories.jsonl`: the memory as returned to clients plus what the
  * service needs to rebuild its indexes without re-embedding.
  */
-export interface StoredRecord extends Memory {
+export interface StoredRecord extends MemoryFields {
   /** Per-user monotonic number: the HNSW label and the tie-breaker for "newest". */
   seq: number;
   /** How many records the Add that wrote this one wrote in all; a load that finds fewer drops them (the Add was never acknowledged). */
@@ -13,6 +13,56 @@ export interface StoredRecord extends Memory {
   vec?: string;
   /** The embedder (`Embedder.modelId`) that produced `vec`. */
   model?: string;
+  /**
+   * The versions an update replaced, oldest first (JSONL lines only: PostgreSQL keeps them in
+   * `memory_versions`). Inside the line, so a delete's rewrite takes them with it; never in a cache.
+   */
+  history?: MemoryVersion[];
+}
+
+/** An update as a store applies it: the fields given replace the stored ones; a new text comes with its vector. */
+export interface RecordPatch {
+  text?: string;
+  tags?: string[];
+  importance?: number;
+  metadata?: Metadata;
+  updatedAt: string;
+  vector?: Float32Array;
+  model?: string;
+}
+
+/** A record's current version, as its history will keep it once replaced. */
+export function versionOf(record: StoredRecord): MemoryVersion {
+  return {
+    version: record.version ?? 1,
+    text: record.text,
+    tags: record.tags,
+    importance: record.importance,
+    metadata: record.metadata ?? {},
+    updated_at: record.updated_at ?? record.created_at,
+  };
+}
+
+/**
+ * The record after an update, under the seq the store assigned: an updated memory moves to the
+ * end of its user's seqs, so a replica's refresh (the memories from its next seq on) sees it.
+ */
+export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: number): StoredRecord {
+  const { history: _history, vec: _vec, batch: _batch, ...current } = record;
+  const metadata = patch.metadata ?? record.metadata;
+  const next: StoredRecord = {
+    ...current,
+    seq,
+    text: patch.text ?? record.text,
+    tags: patch.tags ?? record.tags,
+    importance: patch.importance ?? record.importance,
+    version: (record.version ?? 1) + 1,
+    updated_at: patch.updatedAt,
+    model: patch.model ?? record.model,
+  };
+  if (metadata !== undefined && Object.keys(metadata).length > 0) next.metadata = metadata;
+  else delete next.metadata;
+  return next;
 }
 
 export function encodeVector(vector: Float32Array): string {

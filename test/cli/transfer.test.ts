@@ -33,7 +33,8 @@ describe('moving a pool from the JSONL store to PostgreSQL', () => {
     const file = path.join(await tempDir(), 'pool.jsonl');
     const jsonl = ['--data-dir', dataDir];
     expect((await run([...jsonl, 'add', 'The wifi password is hunter2', '--user', 'ana', '--tags', 'home'])).code).toBe(0);
-    expect((await run([...jsonl, 'add', 'Ben parks on level three', '--user', 'ben'])).code).toBe(0);
+    const ben = await run([...jsonl, 'add', 'Ben parks on level two', '--user', 'ben', '--meta', 'floor=2']);
+    expect((await run([...jsonl, 'update', ben.json.id, '--text', 'Ben parks on level three', '--meta', 'floor=3', '--user', 'ben'])).code).toBe(0);
     const exported = await run([...jsonl, 'export', '--out', file]);
     expect(exported.json).toMatchObject({ exported: 2, users: 2 });
     expect((await readFile(file, 'utf8')).trim().split('\n')).toHaveLength(2);
@@ -45,6 +46,12 @@ describe('moving a pool from the JSONL store to PostgreSQL', () => {
 
     const searched = await run(['--database-url', databaseUrl, 'search', 'wifi password', '--user', 'ana']);
     expect(searched.json[0]).toMatchObject({ text: 'The wifi password is hunter2', tags: ['home'] });
+    // Versions travel with their memory: the history, the version and the metadata.
+    const history = await run(['--database-url', databaseUrl, 'history', ben.json.id, '--user', 'ben']);
+    expect(history.json.versions.map((version: { version: number; text: string; metadata: object }) => [version.version, version.text, version.metadata])).toEqual([
+      [1, 'Ben parks on level two', { floor: 2 }],
+      [2, 'Ben parks on level three', { floor: 3 }],
+    ]);
     // The environment variable selects the store as well.
     const stats = await run(['stats'], { MEMORYPOOL_DATABASE_URL: databaseUrl, MEMORYPOOL_DATA_DIR: await tempDir() });
     expect(stats.json).toMatchObject({ count: 2, users: 2 });
@@ -64,7 +71,7 @@ describe('importing a MemoryPool memories file', () => {
     for (const line of LEGACY_MALFORMED_LINES) expect(imported.stderr).toContain(`${file}:${line}: malformed line skipped`);
     expect(imported.stderr).toContain(`${file}:${LEGACY_DUPLICATE_LINE}: duplicate line skipped (id "mem-dog" already on line 1)`);
     const dog = await run([...jsonl, 'get', 'mem-dog']);
-    expect(dog.json).toEqual({ ...LEGACY_GOOD[0], user_id: 'default' });
+    expect(dog.json).toEqual({ ...LEGACY_GOOD[0], user_id: 'default', version: 1, updated_at: LEGACY_GOOD[0].created_at, metadata: {} });
 
     const forAna = await run([...jsonl, 'import', file, '--user-id', 'ana']);
     expect(forAna.json).toMatchObject({ imported: 3, skipped: 0 });

@@ -56,7 +56,7 @@ describe('score explanations', () => {
     ]) {
       const response = await app.inject(request);
       expect(response.statusCode).toBe(400);
-      expect(response.json()).toEqual({ detail: { reason: 'explain: explain must be true or false' } });
+      expect(response.json()).toEqual({ detail: { reason: 'explain: explain must be true or false' }, error: 'explain: explain must be true or false' });
     }
   });
 

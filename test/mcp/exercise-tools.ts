@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 
-export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'get_memory', 'forget', 'memory_stats'];
+export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'get_memory', 'update_memory', 'forget', 'memory_stats'];
 
 /** The JSON a tool answered with (its one text block); fails the test on a tool error. */
 export async function callJson(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
@@ -27,7 +27,8 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   }
   const recall = tools.find((tool) => tool.name === 'recall')!;
   expect(recall.inputSchema.required).toEqual(['query']);
-  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'limit', 'explain', 'user_id']);
+  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'filter', 'since', 'until', 'limit', 'explain', 'user_id']);
+  expect(tools.find((tool) => tool.name === 'update_memory')!.inputSchema.required).toEqual(['id']);
 
   const dog = await callJson(client, 'remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });
   expect(dog).toMatchObject({ text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, source: 'mcp', user_id: 'caroline' });
@@ -44,6 +45,19 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   expect(explained.explanation.score).toBeCloseTo(explained.score, 5);
   expect(explained.explanation.terms.map((term: { term: string }) => term.term)).toContain('dense');
 
+  // Metadata, filters, updates and history.
+  const job = await callJson(client, 'remember', { text: 'Caroline works at the youth centre on Mondays', metadata: { topic: 'work', days: 1 }, user_id: 'caroline' });
+  expect(job.metadata).toEqual({ topic: 'work', days: 1 });
+  expect((await callJson(client, 'recall', { query: 'Caroline', filter: { topic: 'work' }, user_id: 'caroline' })).map((hit: { id: string }) => hit.id)).toEqual([job.id]);
+  expect(await callJson(client, 'recall', { query: 'Caroline', filter: { topic: 'work' }, since: Date.parse(job.created_at) + 60_000, user_id: 'caroline' })).toEqual([]);
+  expect((await callJson(client, 'list_memories', { filter: { days: 1 }, until: new Date(Date.now() + 60_000).toISOString(), user_id: 'caroline' })).map((memory: { id: string }) => memory.id)).toEqual([job.id]);
+  const moved = await callJson(client, 'update_memory', { id: job.id, text: 'Caroline now works at the library', metadata: { topic: 'work', days: 2 }, user_id: 'caroline' });
+  expect(moved).toMatchObject({ id: job.id, version: 2, text: 'Caroline now works at the library', metadata: { topic: 'work', days: 2 } });
+  const withHistory = await callJson(client, 'get_memory', { id: job.id, history: true, user_id: 'caroline' });
+  expect(withHistory.versions.map((version: { version: number; text: string }) => [version.version, version.text])).toEqual([[1, job.text], [2, moved.text]]);
+  expect((await callJson(client, 'recall', { query: 'library', user_id: 'caroline', limit: 1 }))[0].id).toBe(job.id);
+  expect(await callJson(client, 'forget', { id: job.id, user_id: 'caroline' })).toEqual({ deleted: job.id });
+
   const listed = await callJson(client, 'list_memories', { user_id: 'caroline' });
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
   expect(await callJson(client, 'get_memory', { id: dog.id, user_id: 'caroline' })).toEqual(dog);
@@ -59,5 +73,9 @@ export async function exerciseBadArguments(client: Client): Promise<void> {
   expect(await callError(client, 'recall', { query: '  ' })).toBe('query: must be a non-empty string');
   expect(await callError(client, 'recall', { query: 'x', limit: 0 })).toBe('limit: limit must be a positive integer');
   expect(await callError(client, 'forget', {})).toBe('id: is required');
+  expect(await callError(client, 'update_memory', { id: 'x' })).toBe('body: give at least one of text, tags, importance, metadata');
+  expect(await callError(client, 'update_memory', { id: 'missing', text: 'x' })).toBe('No memory with id "missing"');
+  expect(await callError(client, 'remember', { text: 'x', metadata: { bad: null } })).toBe('metadata.bad: metadata values must be strings (at most 1000 characters), finite numbers or booleans');
+  expect(await callError(client, 'recall', { query: 'x', since: 'last week' })).toBe('since: since must be an ISO 8601 date or Unix milliseconds');
   expect(await callError(client, 'no_such_tool', {})).toMatch(/Unknown tool "no_such_tool"/);
 }

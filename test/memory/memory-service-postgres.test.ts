@@ -64,14 +64,40 @@ describe('MemoryService on PostgreSQL', () => {
     expect(texts).toHaveLength(16);
   });
 
+  it('sees updates across replicas: the new text at once, never the old, and concurrent updates each get their own version', async () => {
+    const { a, b } = await replicas();
+    const kept = await a.addMemory({ userId: 'u', text: 'the kettle is in the kitchen' });
+    const moving = await a.addMemory({ userId: 'u', text: 'I live in Paris by the Seine', metadata: { kind: 'home' } });
+    expect((await b.search({ userId: 'u', query: 'Paris Seine', limit: 1 }))[0].memory.id).toBe(moving.id); // b has the user cached
+    for (let trial = 1; trial <= 6; trial++) {
+      const [writer, reader] = trial % 2 ? [a, b] : [b, a];
+      const text = `I moved to city${trial}qq`;
+      const updated = await writer.updateMemory({ userId: 'u', id: moving.id, text });
+      expect(updated.version).toBe(trial + 1);
+      const hits = await reader.search({ userId: 'u', query: `city${trial}qq Paris Seine moved`, limit: 5 });
+      expect(hits.filter((hit) => hit.memory.id === moving.id).map((hit) => hit.memory.text)).toEqual([text]);
+      expect(hits.some((hit) => hit.memory.text.includes('Paris'))).toBe(false);
+      expect((await reader.get('u', moving.id)).version).toBe(trial + 1);
+    }
+    // Both replicas writing the same memory at once: neither update is lost.
+    await Promise.all([a.updateMemory({ userId: 'u', id: moving.id, importance: 0.9 }), b.updateMemory({ userId: 'u', id: moving.id, tags: ['x'] })]);
+    const history = await b.history('u', moving.id);
+    expect(history.versions.map((version) => version.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(await a.get('u', moving.id)).toMatchObject({ version: 9, importance: 0.9, tags: ['x'], metadata: { kind: 'home' } });
+    expect((await a.list({ userId: 'u', limit: 10 })).map((memory) => memory.id)).toEqual([moving.id, kept.id]);
+    await a.delete('u', moving.id);
+    await expect(b.history('u', moving.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(await b.list({ userId: 'u', limit: 10 })).toHaveLength(1);
+  });
+
   it('keeps its tables partitioned by user_id and migrated once', async () => {
     const { url } = await replicas();
     await withClient(url, async (client) => {
       const partitioned = await client.query<{ relname: string }>(
         "SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE p.partstrat = 'h' ORDER BY c.relname",
       );
-      expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'users']);
-      expect((await client.query('SELECT version FROM schema_migrations')).rows).toEqual([{ version: 1 }]);
+      expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_versions', 'users']);
+      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }]);
     });
   });
 });

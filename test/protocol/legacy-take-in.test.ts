@@ -54,7 +54,7 @@ describe('taking in the MemoryPool memories file', () => {
     expect(paint.body.map((hit: { id: string }) => hit.id)).toEqual(['mem-paint']);
     const listed = await listDefault(server);
     expect(listed.map((memory) => memory.id).sort()).toEqual(['mem-dog', 'mem-paint', 'mem-wifi']);
-    expect(listed.find((memory) => memory.id === 'mem-paint')).toEqual({ ...LEGACY_GOOD[2], created_at: '2023-07-15T08:30:00.000Z', user_id: 'default' });
+    expect(listed.find((memory) => memory.id === 'mem-paint')).toEqual({ ...LEGACY_GOOD[2], created_at: '2023-07-15T08:30:00.000Z', user_id: 'default', version: 1, updated_at: '2023-07-15T08:30:00.000Z', metadata: {} });
     expect(listed.find((memory) => memory.id === 'mem-wifi')).toMatchObject({ tags: [], importance: 0.5, source: 'cli' });
     // The legacy time is the memory's time: decay (from the user's newest memory, mem-wifi's take-in time) weighs the older one less.
     const explained = await request(`${server.url}/mem/search?q=${encodeURIComponent('dog wifi sunsets')}&limit=10&explain=true`);

@@ -60,6 +60,39 @@ describe('read-your-writes across replicas', () => {
     for (const replica of replicas) expect((await storedTexts(replica, userId)).size).toBe(0);
   });
 
+  it('a memory updated on one replica is found by its new text at once on the other, never by the old one (4 clients x 8 trials)', async () => {
+    const replicas = await startReplicas(2, database.url);
+    const misses: string[] = [];
+    await inPool([0, 1, 2, 3], 4, async (client) => {
+      const userId = `ryw-update-${client}`;
+      const mem = (replica: ServerProcess, suffix = '') => `${replica.url}/mem${suffix}`;
+      let text = uniqueText(`${userId} version 1`);
+      const created = await send(mem(replicas[client % 2]), { body: { text, user_id: userId, metadata: { client } } });
+      expect(created.status, created.text).toBe(201);
+      const id = created.body.id as string;
+      for (let trial = 0; trial < 8; trial++) {
+        const [writer, reader] = roles(replicas, trial + client);
+        const searchOn = async (query: string) => {
+          const reply = await send(`${mem(reader, '/search')}?user_id=${userId}&limit=5&meta.client=${client}&q=${encodeURIComponent(query)}`);
+          expect(reply.status, reply.text).toBe(200);
+          return reply.body as Array<{ id: string; text: string; version: number }>;
+        };
+        await searchOn(text); // the reader has the user cached, as it was before the update
+        const old = text;
+        text = uniqueText(`${userId} version ${trial + 2}`);
+        const updated = await send(`${mem(writer)}/${id}?user_id=${userId}`, { method: 'PATCH', body: { text } });
+        expect(updated.status, updated.text).toBe(200);
+        expect(updated.body).toMatchObject({ id, version: trial + 2, text });
+        const fresh = await searchOn(text);
+        if (fresh[0]?.id !== id || fresh[0]?.text !== text || fresh[0]?.version !== trial + 2) misses.push(`${userId} trial ${trial}: new text not first`);
+        if ((await searchOn(old)).some((hit) => hit.text === old)) misses.push(`${userId} trial ${trial}: old text found`);
+        const history = await send(`${mem(reader)}/${id}/history?user_id=${userId}`);
+        if (history.body.versions?.length !== trial + 2 || history.body.versions.at(-1).text !== text) misses.push(`${userId} trial ${trial}: history ${history.text}`);
+      }
+    });
+    expect(misses).toEqual([]);
+  });
+
   it('a user deleted on one replica is gone at once from the other, and written again from scratch', async () => {
     const replicas = await startReplicas(2, database.url);
     const misses: string[] = [];

@@ -12,15 +12,15 @@ import { tempDir } from '../helper.js';
 
 const ENTRY = 'dist/src/main.js';
 
-/** The replicas run the compiled server: a dist/ older than src/ would test yesterday's code. */
-async function assertBuilt(): Promise<void> {
+/** The replicas (and the package's exports) run the compiled code: a dist/ older than src/ would test yesterday's code. */
+export async function assertBuilt(): Promise<void> {
   const entry = await stat(path.join(projectRoot, ENTRY)).catch(() => null);
-  if (entry === null) throw new Error(`${ENTRY} is missing: run \`npm run build\` before the replica tests`);
+  if (entry === null) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
   for (const file of await readdir(path.join(projectRoot, 'src'), { recursive: true })) {
     if (!file.endsWith('.ts')) continue;
     const source = await stat(path.join(projectRoot, 'src', file));
     const compiled = await stat(path.join(projectRoot, 'dist', 'src', file.replace(/\.ts$/, '.js'))).catch(() => null);
-    if (compiled === null || compiled.mtimeMs < source.mtimeMs) throw new Error(`dist/ is older than src/${file}: run \`npm run build\` before the replica tests`);
+    if (compiled === null || compiled.mtimeMs < source.mtimeMs) throw new Error(`dist/ is older than src/${file}: run \`npm run build\` first`);
   }
 }
 

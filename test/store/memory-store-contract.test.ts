@@ -190,6 +190,48 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
     expect(await store.countMemories()).toBe(2);
   });
 
+  it('updates a memory in place: next version under a new seq, the old one in its history, for every reader', async () => {
+    const { store, reopen } = await open();
+    const { records } = (await store.append('u', [draft('u', 'I live in Paris'), draft('u', 'other')]))!;
+    const before = await store.version('u');
+    const vector = new Float32Array(8).fill(0.25);
+    const result = (await store.update('u', records[0].id, { text: 'I moved to Berlin', metadata: { city: 'Berlin', n: 2, ok: true }, updatedAt: '2030-01-01T00:00:00.000Z', vector, model: 'model-2' }))!;
+    expect(result.previousVersion).toBe(before);
+    expect(result.version).not.toBe(before);
+    expect(result.previousSeq).toBe(0);
+    expect(result.record).toMatchObject({ id: records[0].id, seq: 2, text: 'I moved to Berlin', tags: ['t'], version: 2, updated_at: '2030-01-01T00:00:00.000Z', metadata: { city: 'Berlin', n: 2, ok: true }, model: 'model-2' });
+    const second = (await store.update('u', records[0].id, { importance: 0.9, metadata: {}, updatedAt: '2031-01-01T00:00:00.000Z' }))!;
+    expect(second.record).toMatchObject({ seq: 3, version: 3, importance: 0.9, text: 'I moved to Berlin' });
+    expect(second.record).not.toHaveProperty('metadata');
+    expect(await store.update('u', 'no-such-id', { text: 'x', updatedAt: '2030-01-01T00:00:00.000Z' })).toBeNull();
+    expect(await store.update('nobody', records[0].id, { text: 'x', updatedAt: '2030-01-01T00:00:00.000Z' })).toBeNull();
+    for (const reader of [store, await reopen()]) {
+      const { units } = await reader.load('u');
+      expect(units.map((unit) => [unit.record.text, unit.record.seq])).toEqual([['other', 1], ['I moved to Berlin', 3]]);
+      expect(Array.from(units[1].vector!)).toEqual(Array.from(vector));
+      expect(units[1].record).not.toHaveProperty('history');
+      expect((await reader.changesSince('u', 2)).units.map((unit) => unit.record.id)).toEqual([records[0].id]);
+      expect(await reader.history('u', records[0].id)).toEqual([
+        { version: 1, text: 'I live in Paris', tags: ['t'], importance: 0.5, metadata: {}, updated_at: records[0].created_at },
+        { version: 2, text: 'I moved to Berlin', tags: ['t'], importance: 0.5, metadata: { city: 'Berlin', n: 2, ok: true }, updated_at: '2030-01-01T00:00:00.000Z' },
+      ]);
+      expect(await reader.history('u', records[1].id)).toEqual([]);
+    }
+    expect(await store.version('u')).toBe(second.version);
+    expect(await store.countMemories()).toBe(2);
+  });
+
+  it('deletes a memory\'s history with it, and a user\'s with the user', async () => {
+    const { store } = await open();
+    const { records } = (await store.append('u', [draft('u', 'a'), draft('u', 'b')]))!;
+    for (const record of records) await store.update('u', record.id, { text: `${record.text} again`, updatedAt: new Date().toISOString() });
+    await store.remove('u', [records[0].id]);
+    expect(await store.history('u', records[0].id)).toEqual([]);
+    expect(await store.history('u', records[1].id)).toHaveLength(1);
+    await store.deleteUser('u');
+    expect(await store.history('u', records[1].id)).toEqual([]);
+  });
+
   it('replaces vectors after a model change without moving the version', async () => {
     const { store } = await open();
     const { records, version } = (await store.append('u', [draft('u', 'a'), draft('u', 'b')]))!;

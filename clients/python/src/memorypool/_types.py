@@ -1,0 +1,147 @@
+"""The shapes the service answers with, as TypedDicts (optional keys in `total=False` classes, so
+the standard library of Python 3.8 has all it needs).
+
+They mirror the zod schemas in src/protocol/response-schemas.ts; tests/test_types.py checks their
+keys against those schemas' JSON Schema, so they cannot drift apart unnoticed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
+
+__all__ = [
+    "AddAnswer",
+    "Deleted",
+    "DeletedUser",
+    "Explanation",
+    "Health",
+    "Memory",
+    "MemoryHistory",
+    "MemoryVersion",
+    "Message",
+    "Metadata",
+    "PoolStats",
+    "ScoredMemory",
+    "SearchAnswer",
+    "SearchHit",
+    "ValidationIssue",
+]
+
+Metadata = Dict[str, Union[str, int, float, bool]]
+
+
+class _Message(TypedDict):
+    role: str
+    content: str
+
+
+class Message(_Message, total=False):
+    timestamp: Optional[int]
+
+
+class ValidationIssue(TypedDict):
+    loc: List[Union[str, int]]
+    msg: str
+    type: str
+
+
+class _Memory(TypedDict):
+    id: str
+    user_id: str
+    text: str
+    tags: List[str]
+    importance: float
+    source: str
+    created_at: str
+    version: int
+    updated_at: str
+    metadata: Metadata
+
+
+class Memory(_Memory, total=False):
+    session_id: str
+    role: str
+    occurred_at: str
+    request_id: str
+    message_index: int
+    part: int
+    parts: int
+
+
+class ScoreTerm(TypedDict):
+    term: str
+    kind: Literal["add", "multiply"]
+    value: float
+
+
+class Explanation(TypedDict):
+    score: float
+    terms: List[ScoreTerm]
+
+
+class _ScoredMemory(Memory):
+    score: float
+
+
+class ScoredMemory(_ScoredMemory, total=False):
+    duplicates: int
+    explanation: Explanation
+
+
+class SearchHit(TypedDict):
+    id: str
+    content: str
+    score: float
+    created_at: str
+
+
+class SearchAnswer(TypedDict):
+    data: List[SearchHit]
+
+
+class AddAnswer(TypedDict):
+    success: Literal[True]
+    request_id: str
+    user_id: str
+    session_id: str
+
+
+class Health(TypedDict):
+    ok: Literal[True]
+    service: Literal["memorypool"]
+    count: int
+
+
+class Deleted(TypedDict):
+    deleted: str
+
+
+class DeletedUser(TypedDict):
+    deleted_user: str
+    deleted: int
+
+
+class PoolStats(TypedDict):
+    count: int
+    users: int
+    embedder: Dict[str, Any]
+    cache: Dict[str, Any]
+    per_user: List[Dict[str, Any]]
+
+
+class _MemoryVersion(TypedDict):
+    version: int
+    text: str
+    tags: List[str]
+    importance: float
+    metadata: Metadata
+    updated_at: str
+
+
+class MemoryVersion(_MemoryVersion):
+    pass
+
+
+class MemoryHistory(TypedDict):
+    id: str
+    versions: List[MemoryVersion]

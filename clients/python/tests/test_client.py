@@ -1,0 +1,87 @@
+"""The Python client against a real memorypool server (started by the vitest runner, named in
+MEMORYPOOL_TEST_URL; hash embedder, an empty data directory): every method, its answers and errors."""
+
+from __future__ import annotations
+
+import re
+import unittest
+
+from memorypool import BadRequestError, MemoryPoolClient, NotFoundError, UnprocessableEntityError
+
+from ._support import required_env
+
+
+class AgainstRealServer(unittest.TestCase):
+    def test_every_method(self) -> None:
+        client = MemoryPoolClient(required_env("MEMORYPOOL_TEST_URL"), "")
+        self.assertEqual(client.health(), {"ok": True, "service": "memorypool", "count": 0})
+
+        dog = client.remember("Caroline adopted a rescue dog named Max", tags=["pets"], importance=0.8, user_id="caroline")
+        self.assertEqual((dog["user_id"], dog["text"], dog["tags"], dog["importance"], dog["source"]), ("caroline", "Caroline adopted a rescue dog named Max", ["pets"], 0.8, "cli"))
+        job = client.remember("Caroline works as a counsellor at a youth centre", user_id="caroline")
+
+        hits = client.recall("dog named Max", user_id="caroline", limit=5)
+        self.assertEqual(hits[0]["id"], dog["id"])
+        self.assertIsInstance(hits[0]["score"], float)
+        self.assertEqual(len(client.recall("dog", user_id="caroline", tag="pets")), 1)
+        self.assertGreater(len(client.recall("dog", user_id="caroline", explain=True, limit=1)[0]["explanation"]["terms"]), 0)
+
+        self.assertEqual([memory["id"] for memory in client.list(user_id="caroline")], [job["id"], dog["id"]])
+        self.assertEqual(len(client.list(user_id="caroline", limit=1)), 1)
+        self.assertEqual(client.get(dog["id"], user_id="caroline"), dog)
+
+        self.assertEqual(client.forget(job["id"], user_id="caroline"), {"deleted": job["id"]})
+        with self.assertRaises(NotFoundError) as missing:
+            client.get(job["id"], user_id="caroline")
+        self.assertEqual(missing.exception.status, 404)
+
+        with self.assertRaises(BadRequestError) as empty:
+            client.remember("   ")
+        self.assertEqual((empty.exception.status, empty.exception.reason), (400, "text: text must not be empty"))
+
+        added = client.add(user_id="conv-1", session_id="s1", messages=[{"role": "Caroline", "content": "I went to a support group yesterday.", "timestamp": 1683554160000}])
+        self.assertTrue(added["success"])
+        self.assertRegex(added["request_id"], re.compile(r"^[0-9a-f-]{36}$"))
+        # The same request id again stores nothing: the platform's idempotency, which the retries rely on.
+        client.add(request_id=added["request_id"], user_id="conv-1", session_id="s1", messages=[{"role": "Caroline", "content": "I went to a support group yesterday."}])
+        found = client.search(query="What did Caroline attend?", user_id="conv-1", top_k=10)
+        self.assertEqual(len(found["data"]), 1)
+        self.assertEqual(found["data"][0]["content"], "[2023-05-08 13:56] Caroline: I went to a support group yesterday.")
+        self.assertEqual(found["data"][0]["created_at"], "2023-05-08T13:56:00.000Z")
+
+        with self.assertRaises(UnprocessableEntityError) as invalid:
+            client.search(query="x", user_id="conv-1", top_k=0)
+        self.assertEqual(invalid.exception.issues, [{"loc": ["body", "top_k"], "msg": "Input should be greater than or equal to 1", "type": "greater_than_equal"}])
+
+        stats = client.stats()
+        self.assertEqual((stats["count"], stats["users"]), (2, 2))
+        self.assertEqual([entry["user_id"] for entry in client.stats(user_id="conv-1")["per_user"]], ["conv-1"])
+
+        self.assertEqual(client.invoke({"tool": "memorypool", "params": {"action": "get", "id": dog["id"], "user_id": "caroline"}}), dog)
+        with self.assertRaises(BadRequestError):
+            client.invoke({"tool": "memorypool", "params": {"action": "dance"}})
+
+        self.assertEqual(client.delete_user("conv-1"), {"deleted_user": "conv-1", "deleted": 1})
+        self.assertEqual(client.health(), {"ok": True, "service": "memorypool", "count": 1})
+
+    def test_environment_defaults(self) -> None:
+        import os
+
+        saved = {name: os.environ.get(name) for name in ("MEMORYPOOL_URL", "MEMORYPOOL_TOKEN")}
+        try:
+            os.environ["MEMORYPOOL_URL"] = required_env("MEMORYPOOL_TEST_URL") + "/"
+            os.environ["MEMORYPOOL_TOKEN"] = "from-env"
+            client = MemoryPoolClient()
+            self.assertEqual((client.url, client.token), (required_env("MEMORYPOOL_TEST_URL"), "from-env"))
+            del os.environ["MEMORYPOOL_URL"], os.environ["MEMORYPOOL_TOKEN"]
+            self.assertEqual((MemoryPoolClient().url, MemoryPoolClient().token), ("http://127.0.0.1:8751", None))
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+
+
+if __name__ == "__main__":
+    unittest.main()

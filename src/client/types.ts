@@ -1,0 +1,79 @@
+import type { z } from 'zod';
+import type { invokePayloadSchema } from '../protocol/invoke.js';
+import type { addParamsSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
+import type * as answers from '../protocol/response-schemas.js';
+
+/**
+ * What the clients send and receive, inferred from the zod schemas the server validates requests
+ * with (src/protocol) and describes its answers with (src/protocol/response-schemas.ts, checked
+ * against live answers by test/http/openapi.test.ts). Type-only imports: nothing here loads zod,
+ * the service or the server at run time.
+ */
+
+/** A memory's own fields (strings, numbers, booleans), filtered on with `filter`. */
+export type MemoryMetadata = NonNullable<z.input<typeof addParamsSchema>['metadata']>;
+
+export type Memory = z.infer<typeof answers.memorySchema>;
+export type ScoredMemory = z.infer<typeof answers.scoredMemorySchema>;
+export type MemoryHistory = z.infer<typeof answers.historySchema>;
+export type PoolStats = z.infer<typeof answers.poolStatsSchema>;
+export type Health = z.infer<typeof answers.healthSchema>;
+export type Deleted = z.infer<typeof answers.deletedSchema>;
+export type DeletedUser = z.infer<typeof answers.deletedUserSchema>;
+export type AddAnswer = z.infer<typeof answers.addAnswerSchema>;
+export type SearchAnswer = z.infer<typeof answers.searchAnswerSchema>;
+
+/** The platform's Add; `request_id` is optional here: the client makes one (and keeps it across retries). */
+export type AddParams = Omit<z.input<typeof addRequestSchema>, 'request_id'> & { request_id?: string };
+export type SearchParams = z.input<typeof searchRequestSchema>;
+
+/** `POST /mem`. */
+export type RememberParams = z.input<typeof addParamsSchema>;
+
+/**
+ * What recall and list filter on: `tag`, `filter` (metadata that must match, sent as
+ * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time).
+ */
+export type MemoryFilters = Pick<z.input<typeof listParamsSchema>, 'tag' | 'filter' | 'since' | 'until' | 'user_id'> & { limit?: number };
+
+/** `GET /mem/search`. */
+export type RecallParams = MemoryFilters & { query: string; explain?: boolean };
+/** `GET /mem/list`. */
+export type ListParams = MemoryFilters;
+/** The user a call on one memory is about (default "default"). */
+export type UserScope = Omit<z.input<typeof idParamsSchema>, 'id'>;
+export type StatsParams = z.input<typeof userScopeSchema>;
+
+/** `PATCH /mem/{id}`: any of text, tags, importance, metadata; the answer is the memory at its new `version`. */
+export type UpdateParams = z.input<typeof updateBodySchema>;
+
+/** The BIT envelope of `POST /invoke`. */
+export type InvokePayload = z.input<typeof invokePayloadSchema>;
+
+/** Per call: cancel it, or change its timeout or retries for this call only. */
+export interface RequestOptions {
+  signal?: AbortSignal;
+  timeoutMs?: number;
+  retries?: number;
+}
+
+/**
+ * Every method the HTTP client (`memorypool/client`) and the in-process pool (`memorypool`) share,
+ * so switching between them is one line.
+ */
+export interface MemoryPoolApi {
+  add(params: AddParams, options?: RequestOptions): Promise<AddAnswer>;
+  search(params: SearchParams, options?: RequestOptions): Promise<SearchAnswer>;
+  remember(params: RememberParams, options?: RequestOptions): Promise<Memory>;
+  recall(params: RecallParams, options?: RequestOptions): Promise<ScoredMemory[]>;
+  list(params?: ListParams, options?: RequestOptions): Promise<Memory[]>;
+  get(id: string, params?: UserScope, options?: RequestOptions): Promise<Memory>;
+  update(id: string, params: UpdateParams, options?: RequestOptions): Promise<Memory>;
+  history(id: string, params?: UserScope, options?: RequestOptions): Promise<MemoryHistory>;
+  forget(id: string, params?: UserScope, options?: RequestOptions): Promise<Deleted>;
+  stats(params?: StatsParams, options?: RequestOptions): Promise<PoolStats>;
+  deleteUser(userId: string, options?: RequestOptions): Promise<DeletedUser>;
+  invoke(payload: InvokePayload, options?: RequestOptions): Promise<unknown>;
+  health(options?: RequestOptions): Promise<Health>;
+}

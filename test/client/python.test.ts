@@ -1,0 +1,66 @@
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import * as answers from '../../src/protocol/response-schemas.js';
+import { projectRoot, startServerProcess } from '../durability/server-process.js';
+import { register, tempDir } from '../helper.js';
+import { startMisbehavingServer } from './misbehaving-server.js';
+
+/**
+ * The Python client's tests (clients/python/tests) with the machine's python3, from the source
+ * tree (nothing installed): against a real server, the shared behaviour table's misbehaving
+ * socket, and the answer schemas as JSON Schema. Never skipped: a missing python3 fails here.
+ */
+
+const PYTHON = process.env.PYTHON ?? 'python3';
+
+function run(command: string, args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+  });
+}
+
+describe('the Python client (clients/python)', () => {
+  it('passes its unittest suite against a real server and the misbehaving socket', async () => {
+    const [server, misbehaving, dir] = await Promise.all([startServerProcess({ dataDir: await tempDir() }), startMisbehavingServer(), tempDir()]);
+    register(() => misbehaving.close());
+    const schemasFile = path.join(dir, 'response-schemas.json');
+    const schemas = {
+      memory: answers.memorySchema,
+      scoredMemory: answers.scoredMemorySchema,
+      history: answers.historySchema,
+      memoryVersion: answers.memoryVersionSchema,
+      poolStats: answers.poolStatsSchema,
+      health: answers.healthSchema,
+      deleted: answers.deletedSchema,
+      deletedUser: answers.deletedUserSchema,
+      addAnswer: answers.addAnswerSchema,
+      searchAnswer: answers.searchAnswerSchema,
+    };
+    await writeFile(schemasFile, JSON.stringify(Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema)]))));
+    const pythonRoot = path.join(projectRoot, 'clients/python');
+    const { code, output } = await run(PYTHON, ['-m', 'unittest', 'discover', '-v', '-s', 'tests', '-t', '.'], {
+      cwd: pythonRoot,
+      env: {
+        ...process.env,
+        PYTHONPATH: path.join(pythonRoot, 'src'),
+        PYTHONDONTWRITEBYTECODE: '1',
+        MEMORYPOOL_TEST_URL: server.url,
+        MEMORYPOOL_MISBEHAVING_URL: misbehaving.url,
+        MEMORYPOOL_RESPONSE_SCHEMAS: schemasFile,
+        MEMORYPOOL_URL: '',
+        MEMORYPOOL_TOKEN: '',
+      },
+    });
+    expect(code, output).toBe(0);
+    // A suite that skipped itself would also exit 0.
+    expect(output, output).not.toMatch(/skipped/);
+  });
+});
