@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createError, storageError } from '../errors.js';
@@ -21,6 +20,11 @@ import { createError, storageError } from '../errors.js';
  * stale lock cannot have the second remove the lock the first has just taken.
  *
  * Release removes the lock file only if it still holds this holder's nonce.
+ *
+ * The file calls are synchronous: each is a metadata operation of a few microseconds on a local
+ * file system, and an Add takes the lock once; the asynchronous calls cost a round trip through
+ * libuv's thread pool each (measured: twice the time of the fsynced append itself on a busy
+ * machine). Only the waiting is asynchronous.
  */
 
 export interface LockOwner {
@@ -62,11 +66,12 @@ export async function acquireFileLock(lockPath: string, options: FileLockOptions
   const started = Date.now();
   let backoff = FIRST_BACKOFF_MS;
   for (;;) {
-    if (await tryLink(lockPath, owner)) return () => releaseFileLock(lockPath, owner.nonce);
-    const holder = await readOwner(lockPath);
+    if (tryLink(lockPath, owner)) return async () => releaseFileLock(lockPath, owner.nonce);
+    const holder = readOwner(lockPath);
     if (holder === 'gone') continue;
     if (holder === 'unreadable' || isStale(holder)) {
-      await breakStale(lockPath, holder === 'unreadable' ? null : holder.nonce);
+      // A turn of the event loop first: another breaker may hold the breaker lock for a moment.
+      if (!breakStale(lockPath, holder === 'unreadable' ? null : holder.nonce)) await new Promise((resolve) => setImmediate(resolve));
       continue;
     }
     if (Date.now() - started > timeoutMs) {
@@ -78,13 +83,13 @@ export async function acquireFileLock(lockPath: string, options: FileLockOptions
 }
 
 /** Who holds the lock now: its owner, `gone` when it was released meanwhile, `unreadable` when its content is not an owner. */
-export async function readOwner(lockPath: string): Promise<LockOwner | 'gone' | 'unreadable'> {
+export function readOwner(lockPath: string): LockOwner | 'gone' | 'unreadable' {
   let text: string;
   try {
-    text = await readFile(lockPath, 'utf8');
+    text = readFileSync(lockPath, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'gone';
-    throw error;
+    throw storageError(error);
   }
   try {
     const parsed = JSON.parse(text) as Partial<LockOwner>;
@@ -111,56 +116,72 @@ export function isStale(owner: LockOwner): boolean {
 }
 
 /** Links a temp file holding `owner` to the lock name; false when the lock is held. */
-async function tryLink(lockPath: string, owner: LockOwner): Promise<boolean> {
+function tryLink(lockPath: string, owner: LockOwner): boolean {
   const temp = `${lockPath}.${owner.nonce}`;
   const content = JSON.stringify(owner) + '\n';
   try {
-    await writeFile(temp, content, { mode: 0o600 }).catch(async (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-      await mkdir(path.dirname(lockPath), { recursive: true });
-      await writeFile(temp, content, { mode: 0o600 });
-    });
+    try {
+      writeFileSync(temp, content, { mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      mkdirSync(path.dirname(lockPath), { recursive: true });
+      writeFileSync(temp, content, { mode: 0o600 });
+    }
   } catch (error) {
     throw storageError(error);
   }
   try {
-    await link(temp, lockPath);
+    linkSync(temp, lockPath);
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw storageError(error);
   } finally {
-    await unlink(temp).catch(() => undefined);
+    removeQuietly(temp);
   }
 }
 
 /**
  * Removes a stale lock, under the breaker lock: the lock is removed only if it still holds the
  * nonce found stale (null: content that is no owner), so a lock taken meanwhile stays. A breaker
- * left by a process that died within those few microseconds is stale in turn and removed.
+ * left by a process that died within those few microseconds is stale in turn and removed. False
+ * when another process was breaking it.
  */
-async function breakStale(lockPath: string, staleNonce: string | null): Promise<void> {
+function breakStale(lockPath: string, staleNonce: string | null): boolean {
   const breaker = `${lockPath}.break`;
   const owner: LockOwner = { pid: process.pid, host, start: ownStart, nonce: `${process.pid}-${++counter}-${randomBytes(6).toString('hex')}` };
-  if (!(await tryLink(breaker, owner))) {
-    const holder = await readOwner(breaker);
-    if (holder === 'unreadable' || (holder !== 'gone' && isStale(holder))) await unlink(breaker).catch(() => undefined);
-    else await new Promise((resolve) => setTimeout(resolve, FIRST_BACKOFF_MS));
-    return;
+  if (!tryLink(breaker, owner)) {
+    const holder = readOwner(breaker);
+    if (holder === 'unreadable' || (holder !== 'gone' && isStale(holder))) removeQuietly(breaker);
+    return false;
   }
   try {
-    const holder = await readOwner(lockPath);
+    const holder = readOwner(lockPath);
     const stillStale = holder === 'unreadable' ? staleNonce === null : holder !== 'gone' && holder.nonce === staleNonce;
-    if (stillStale) await unlink(lockPath).catch(() => undefined);
+    if (stillStale) removeQuietly(lockPath);
+    return true;
   } finally {
-    await releaseFileLock(breaker, owner.nonce);
+    releaseFileLock(breaker, owner.nonce);
   }
 }
 
-async function releaseFileLock(lockPath: string, nonce: string): Promise<void> {
-  const holder = await readOwner(lockPath).catch(() => 'gone' as const);
+function releaseFileLock(lockPath: string, nonce: string): void {
+  let holder: ReturnType<typeof readOwner>;
+  try {
+    holder = readOwner(lockPath);
+  } catch {
+    return;
+  }
   // Anything else means the lock was broken while held (the owner judged dead): not ours to remove.
-  if (holder !== 'gone' && holder !== 'unreadable' && holder.nonce === nonce) await unlink(lockPath).catch(() => undefined);
+  if (holder !== 'gone' && holder !== 'unreadable' && holder.nonce === nonce) removeQuietly(lockPath);
+}
+
+function removeQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Gone already.
+  }
 }
 
 /** Linux: field 22 of /proc/<pid>/stat (after the parenthesised command name, which may hold spaces); null elsewhere. */

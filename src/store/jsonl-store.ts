@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, constants as fsConstants } from 'node:fs';
+import { createReadStream, statSync, constants as fsConstants } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
@@ -74,6 +74,9 @@ export interface ReadOptions {
   repair?: boolean;
 }
 
+/** User folder paths remembered (see userDir), at most. */
+const USER_DIRS_KEPT = 100_000;
+
 /** A memories file as one read saw it. */
 interface MemoriesRead {
   content: Buffer;
@@ -102,6 +105,7 @@ export class JsonlStore {
   readonly dataDir: string;
   private readonly logger: Logger;
   private readonly knownUserDirs = new Set<string>();
+  private readonly userDirs = new Map<string, string>();
   /** Folder names under users/ and their user ids, as of `usersStamp` (see listUsers). */
   private readonly userEntries = new Map<string, string>();
   private usersStamp: string | null = null;
@@ -126,9 +130,15 @@ export class JsonlStore {
 
   /** The folder of one user: a readable slug plus a hash, so no user id can name a path outside it. */
   userDir(userId: string): string {
+    // Remembered: every request's freshness check needs it, and a SHA-256 costs more than the stat.
+    let dir = this.userDirs.get(userId);
+    if (dir !== undefined) return dir;
     const slug = userId.replace(/[^A-Za-z0-9_-]+/g, '_').slice(0, 40) || 'u';
     const hash = createHash('sha256').update(userId).digest('hex').slice(0, 16);
-    return path.join(this.dataDir, USERS_DIR, `${slug}-${hash}`);
+    dir = path.join(this.dataDir, USERS_DIR, `${slug}-${hash}`);
+    if (this.userDirs.size >= USER_DIRS_KEPT) this.userDirs.clear();
+    this.userDirs.set(userId, dir);
+    return dir;
   }
 
   /** Path of a per-user index cache file (read side; writes go through `writeCacheFile`). */
@@ -184,10 +194,15 @@ export class JsonlStore {
     return null;
   }
 
-  /** The memories file's stamp now; null when the user has none. */
+  /**
+   * The memories file's stamp now; null when the user has none. Every request of a cached user
+   * pays this one call, so it is a synchronous stat: a few microseconds from the inode cache of a
+   * local file system, where the asynchronous one waits for a thread of libuv's pool and back
+   * (tens of microseconds, hundreds on a busy machine: bench/README.md).
+   */
   async stamp(userId: string): Promise<FileStamp | null> {
     try {
-      return stampOf(await stat(path.join(this.userDir(userId), MEMORIES_FILE), { bigint: true }));
+      return stampOf(statSync(this.memoriesPath(userId), { bigint: true }));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw storageError(error);
@@ -237,6 +252,10 @@ export class JsonlStore {
       await rm(temp, { force: true }).catch(() => undefined);
       throw storageError(error);
     }
+  }
+
+  private memoriesPath(userId: string): string {
+    return path.join(this.userDir(userId), MEMORIES_FILE);
   }
 
   private syncPath(userId: string, suffix: string): string {
