@@ -257,6 +257,8 @@ export class JsonlMemoryStore implements MemoryStore {
     const known = this.heads.get(userId);
     const stamp = await this.files.stamp(userId);
     if (known && stamp && sameStamp(known.file, stamp)) return known;
+    // Not a file this store wrote: nothing to learn from it (the next write finds out what it is).
+    if (stamp && !stamp.regular) return known ?? null;
     if (!known && !stamp) return null;
     return this.serial(userId, () => this.catchUp(userId, false));
   }
@@ -273,6 +275,7 @@ export class JsonlMemoryStore implements MemoryStore {
       return null;
     }
     if (head && sameStamp(head.file, stamp)) return head;
+    if (!stamp.regular) return head ?? null;
     if (head && sameFile(head.file, stamp) && stamp.size >= BigInt(head.covered)) {
       const appended = await this.files.readAppended(userId, head.file, head.covered);
       if (appended && !(locked && appended.unfinished)) {

@@ -22,6 +22,8 @@ const SYNC_DIR = 'sync';
  * stamps: the file is as it was. Same identity, larger: only appended to (rewrites rename a new file in).
  */
 export interface FileStamp {
+  /** False for anything but a regular file (a device, a FIFO put there by hand): never read, see JsonlMemoryStore. */
+  regular: boolean;
   dev: bigint;
   ino: bigint;
   birth: bigint;
@@ -39,7 +41,7 @@ export function sameStamp(a: FileStamp, b: FileStamp): boolean {
 }
 
 function stampOf(stats: BigIntStats): FileStamp {
-  return { dev: stats.dev, ino: stats.ino, birth: stats.birthtimeNs, size: stats.size, mtime: stats.mtimeNs, ctime: stats.ctimeNs };
+  return { regular: stats.isFile(), dev: stats.dev, ino: stats.ino, birth: stats.birthtimeNs, size: stats.size, mtime: stats.mtimeNs, ctime: stats.ctimeNs };
 }
 
 export interface LoadedUser {
@@ -322,6 +324,8 @@ export class JsonlStore {
       // One handle for both: the inode recorded in a sidecar (and the stamp) is that of the very bytes read.
       handle = await open(path.join(this.userDir(userId), MEMORIES_FILE), 'r');
       const stats = await handle.stat({ bigint: true });
+      // Reading a device or a FIFO may never end (/dev/zero, /dev/full).
+      if (!stats.isFile()) throw Object.assign(new Error(`not a regular file`), { code: 'EINVAL' });
       return { content: await handle.readFile(), inode: Number(stats.ino), stamp: stampOf(stats) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
