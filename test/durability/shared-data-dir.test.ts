@@ -22,6 +22,7 @@ const worker = path.join(projectRoot, 'test/support/service-worker.ts');
 
 interface WorkerLine {
   op: 'added' | 'deleted' | 'conversation' | 'done';
+  user?: string;
   id?: string;
   text?: string;
   request?: string;
@@ -35,8 +36,8 @@ interface Worker {
   stderr: () => string;
 }
 
-function startWorker(dataDir: string, userId: string, tag: string, rounds: number): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker, dataDir, userId, tag, String(rounds)], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+function startWorker(dataDir: string, userIds: readonly string[], tag: string, rounds: number): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', worker, dataDir, userIds.join(','), tag, String(rounds)], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: WorkerLine[] = [];
   let buffered = '';
   let stderr = '';
@@ -73,12 +74,13 @@ async function serverList(server: ServerProcess, userId: string): Promise<Array<
 }
 
 /** What the workers' acknowledgements say the user holds now: ids added and not deleted, conversation texts stored once. */
-function expectedFrom(workers: readonly Worker[]): { kept: Set<string>; deleted: Set<string>; conversations: Map<string, number> } {
+function expectedFrom(workers: readonly Worker[], userId: string): { kept: Set<string>; deleted: Set<string>; conversations: Map<string, number> } {
   const added = new Set<string>();
   const deleted = new Set<string>();
   const conversations = new Map<string, number>();
   for (const { lines } of workers) {
     for (const line of lines) {
+      if (line.user !== userId) continue;
       if (line.op === 'added') added.add(line.id!);
       if (line.op === 'deleted') deleted.add(line.id!);
       if (line.op === 'conversation') conversations.set(line.request!, (conversations.get(line.request!) ?? 0) + (line.stored ? 1 : 0));
@@ -134,31 +136,33 @@ describe('several processes on one data directory', () => {
     });
     expect((await request(`${server.url}/health`)).body.count).toBe(22);
     expect(server.stderr()).toBe('');
-  });
+  }, 120_000);
 
-  it('a server and three writer processes adding and deleting for one user at once lose nothing, duplicate nothing, and agree (two trials)', async () => {
+  it('a server and three writer processes adding and deleting at once lose nothing, duplicate nothing, and agree (two users, each a trial of its own)', async () => {
     const dataDir = await tempDir();
     const server = await startServerProcess({ dataDir });
+    const users = ['shared-0', 'shared-1'];
+    const workers = ['a', 'b', 'c'].map((tag) => startWorker(dataDir, users, tag, 12));
+    // The server writes too, and reads, while the workers run.
+    const serverAdded = new Map<string, string[]>(users.map((userId) => [userId, []]));
+    for (let turn = 0; workers.some((w) => w.child.exitCode === null); turn++) {
+      const userId = users[turn % 2];
+      const mine = serverAdded.get(userId)!;
+      const added = await request(`${server.url}/mem`, { body: { text: `server ${userId} ${mine.length}`, user_id: userId } });
+      expect(added.status).toBe(201);
+      mine.push(added.body.id);
+      if (mine.length % 2 === 0) expect((await request(`${server.url}/mem/${mine.at(-2)}?${q({ user_id: userId })}`, { method: 'DELETE' })).status).toBe(200);
+      expect((await request(`${server.url}/mem/search?${q({ query: 'm1', user_id: userId })}`)).status).toBe(200);
+    }
+    for (const w of workers) {
+      expect(await w.exited, w.stderr()).toBe(0);
+      expect(w.lines.at(-1)).toEqual({ op: 'done' });
+    }
     let total = 0;
-    for (const trial of [0, 1]) {
-      const userId = `shared-${trial}`;
-      const workers = ['a', 'b', 'c'].map((tag) => startWorker(dataDir, userId, `${tag}${trial}`, 12));
-      // The server writes too, and reads, while the workers run.
-      const serverAdded: string[] = [];
-      while (workers.some((w) => w.child.exitCode === null)) {
-        const added = await request(`${server.url}/mem`, { body: { text: `server t${trial} ${serverAdded.length}`, user_id: userId } });
-        expect(added.status).toBe(201);
-        serverAdded.push(added.body.id);
-        if (serverAdded.length % 2 === 0) expect((await request(`${server.url}/mem/${serverAdded.at(-2)}?${q({ user_id: userId })}`, { method: 'DELETE' })).status).toBe(200);
-        expect((await request(`${server.url}/mem/search?${q({ query: 'm1', user_id: userId })}`)).status).toBe(200);
-      }
-      for (const w of workers) {
-        expect(await w.exited).toBe(0);
-        expect(w.lines.at(-1)).toEqual({ op: 'done' });
-      }
-      const { kept, deleted, conversations } = expectedFrom(workers);
-      serverAdded.forEach((id, i) => (i % 2 === 0 && i + 1 < serverAdded.length ? deleted.add(id) : kept.add(id)));
-
+    const listedIds = new Map<string, string[]>();
+    for (const userId of users) {
+      const { kept, deleted, conversations } = expectedFrom(workers, userId);
+      serverAdded.get(userId)!.forEach((id, i, all) => (i % 2 === 0 && i + 1 < all.length ? deleted.add(id) : kept.add(id)));
       const listed = await serverList(server, userId);
       const ids = listed.map((memory) => memory.id);
       expect(new Set(ids).size).toBe(ids.length);
@@ -173,15 +177,15 @@ describe('several processes on one data directory', () => {
       }
       expect(conversationTexts).toHaveLength(conversations.size * 2);
       total += listed.length;
-      expect((await request(`${server.url}/health`)).body.count).toBe(total);
-      if (trial === 0) continue;
-      // The CLI, a process of its own, sees the same pool.
-      const viaCli = await runCli(dataDir, ['--json', 'list', '--user', userId, '--limit', '10000']);
-      expect(new Set(viaCli.json.map((memory: { id: string }) => memory.id))).toEqual(new Set(ids));
+      listedIds.set(userId, ids);
     }
+    expect((await request(`${server.url}/health`)).body.count).toBe(total);
     expect((await request(`${server.url}/mem/stats`)).body).toMatchObject({ count: total, users: 2 });
+    // The CLI, a process of its own, sees the same pool.
+    const viaCli = await runCli(dataDir, ['--json', 'list', '--user', 'shared-1', '--limit', '10000']);
+    expect(new Set(viaCli.json.map((memory: { id: string }) => memory.id))).toEqual(new Set(listedIds.get('shared-1')));
     expect(server.stderr()).toBe('');
-  });
+  }, 90_000);
 
   it('a writer killed with SIGKILL at any point leaves a directory the server keeps serving and the next writer writes to', async () => {
     const dataDir = await tempDir();
@@ -200,26 +204,27 @@ describe('several processes on one data directory', () => {
     expect(await readdir(path.join(dataDir, 'sync'))).not.toContain(lockName);
     expect(server.logs().some((line) => String(line.msg).includes('quarantined'))).toBe(true);
 
-    // Then real writers, killed after a few writes, wherever they are.
-    const finished: Array<{ tag: string; worker: Worker; killed: boolean }> = [];
-    for (const trial of [0, 1]) {
-      const doomed = startWorker(dataDir, userId, `k${trial}`, 1_000);
+    // Then real writers, killed after a few writes, wherever they are; the server writes next.
+    const finished: Array<{ tag: string; worker: Worker }> = [];
+    const serverAdded = new Set<string>();
+    for (const trial of [0, 1, 2]) {
+      const doomed = startWorker(dataDir, [userId], `k${trial}`, 1_000);
       await until(() => doomed.lines.length >= 4 + trial * 5, 20_000, 'the writer to start writing');
       doomed.child.kill('SIGKILL');
       await doomed.exited;
-      finished.push({ tag: `k${trial}`, worker: doomed, killed: true });
+      finished.push({ tag: `k${trial}`, worker: doomed });
       expect((await request(`${server.url}/mem/list?${q({ user_id: userId })}`)).status).toBe(200);
-      // A lock the killed writer held is stale: the next writer goes on at once.
-      const next = startWorker(dataDir, userId, `n${trial}`, 3);
-      expect(await next.exited).toBe(0);
-      finished.push({ tag: `n${trial}`, worker: next, killed: false });
+      // A lock the killed writer held is stale: the server's Add goes on at once.
+      const next = await request(`${server.url}/mem`, { body: { text: `server after kill ${trial}`, user_id: userId } });
+      expect(next.status).toBe(201);
+      serverAdded.add(next.body.id);
     }
-    const { kept, conversations } = expectedFrom(finished.map(({ worker }) => worker));
+    const { kept, conversations } = expectedFrom(finished.map(({ worker }) => worker), userId);
+    for (const id of serverAdded) kept.add(id);
     // What a killed writer had under way is there or not: the delete of the memory it added last,
     // the Add of its next one (stored, maybe, but never acknowledged).
     const underWay = new Set<string>();
-    for (const { tag, worker, killed } of finished) {
-      if (!killed) continue;
+    for (const { tag, worker } of finished) {
       const added = worker.lines.filter((line) => line.op === 'added');
       if (added.length > 0) underWay.add(added.at(-1)!.text!);
       underWay.add(`${tag} m${added.length}`);
@@ -229,6 +234,7 @@ describe('several processes on one data directory', () => {
     expect(plain.filter((memory) => !kept.has(memory.id) && !underWay.has(memory.text))).toEqual([]);
     const keptMissing = [...kept].filter((id) => !plain.some((memory) => memory.id === id));
     const texts = new Map(finished.flatMap(({ worker }) => worker.lines.filter((line) => line.op === 'added').map((line) => [line.id!, line.text!] as const)));
+    for (const id of serverAdded) texts.set(id, 'server');
     expect(keptMissing.filter((id) => !underWay.has(texts.get(id)!))).toEqual([]);
     // An Add cut short is never half there: each request id has both of its messages or none.
     for (const requestId of conversations.keys()) {
@@ -236,7 +242,7 @@ describe('several processes on one data directory', () => {
     }
     expect((await request(`${server.url}/health`)).body.count).toBe(listed.length + 2);
     expect(server.logs().filter((line) => Number(line.level) >= 50)).toEqual([]);
-  });
+  }, 90_000);
 
   it('memorypool mcp writing while a server reads: each side sees the other\'s writes and deletes on its next request', async () => {
     const dataDir = await tempDir();
@@ -268,5 +274,5 @@ describe('several processes on one data directory', () => {
     expect((await request(`${server.url}/health`)).body.count).toBe(12);
     expect(await callJson(client, 'memory_stats', {})).toMatchObject({ count: 12 });
     expect(server.stderr()).toBe('');
-  });
+  }, 90_000);
 });
