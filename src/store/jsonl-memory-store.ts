@@ -22,6 +22,9 @@ interface Head {
   offsets: Map<number, number>;
 }
 
+/** Users whose files a count stats at once. */
+const COUNT_BATCH = 64;
+
 /** Points kept in `Head.offsets` (a replica more writes behind than this reloads the user). */
 const OFFSETS_KEPT = 64;
 
@@ -83,25 +86,32 @@ export class JsonlMemoryStore implements MemoryStore {
     return (await this.countsByUser()).filter((count) => count > 0).length;
   }
 
-  /** Each user's memory count as of now: from its head, else its file's lines (counted again when the file changed). */
+  /**
+   * Each user's memory count as of now: from its head, else its file's lines (counted again when
+   * the file changed). One asynchronous stat per user, a batch at a time: a pool of many users
+   * must not hold the event loop for a count.
+   */
   private async countsByUser(): Promise<number[]> {
+    const users = await this.listUsers();
     const counts: number[] = [];
-    for (const userId of await this.listUsers()) {
-      if (this.heads.has(userId)) {
-        counts.push((await this.head(userId))?.count ?? 0);
-        continue;
-      }
-      const stamp = await this.files.stamp(userId);
-      if (!stamp) {
-        this.lineCounts.delete(userId);
-        counts.push(0);
-        continue;
-      }
-      let known = this.lineCounts.get(userId);
-      if (!known || !sameStamp(known.stamp, stamp)) this.lineCounts.set(userId, (known = { stamp, count: await this.files.countRecords(userId) }));
-      counts.push(known.count);
+    for (let start = 0; start < users.length; start += COUNT_BATCH) {
+      counts.push(...(await Promise.all(users.slice(start, start + COUNT_BATCH).map((userId) => this.countOf(userId)))));
     }
     return counts;
+  }
+
+  private async countOf(userId: string): Promise<number> {
+    const stamp = await this.files.stamp(userId);
+    const head = this.heads.get(userId);
+    if (head && stamp && sameStamp(head.file, stamp)) return head.count;
+    if (head) return (await this.serial(userId, () => this.catchUp(userId, false)))?.count ?? 0;
+    if (!stamp) {
+      this.lineCounts.delete(userId);
+      return 0;
+    }
+    let known = this.lineCounts.get(userId);
+    if (!known || !sameStamp(known.stamp, stamp)) this.lineCounts.set(userId, (known = { stamp, count: await this.files.countRecords(userId) }));
+    return known.count;
   }
 
   userCounts(userId: string): Promise<{ count: number; sessions: number }> {
@@ -255,7 +265,7 @@ export class JsonlMemoryStore implements MemoryStore {
   /** The head as of the file now: one stat when nothing changed (the common case), else a catch-up in the user's queue. */
   private async head(userId: string): Promise<Head | null> {
     const known = this.heads.get(userId);
-    const stamp = await this.files.stamp(userId);
+    const stamp = this.files.stampNow(userId);
     if (known && stamp && sameStamp(known.file, stamp)) return known;
     // Not a file this store wrote: nothing to learn from it (the next write finds out what it is).
     if (stamp && !stamp.regular) return known ?? null;

@@ -196,13 +196,23 @@ export class JsonlStore {
     return null;
   }
 
-  /**
-   * The memories file's stamp now; null when the user has none. Every request of a cached user
-   * pays this one call, so it is a synchronous stat: a few microseconds from the inode cache of a
-   * local file system, where the asynchronous one waits for a thread of libuv's pool and back
-   * (tens of microseconds, hundreds on a busy machine: bench/README.md).
-   */
+  /** The memories file's stamp now; null when the user has none. */
   async stamp(userId: string): Promise<FileStamp | null> {
+    try {
+      return stampOf(await stat(this.memoriesPath(userId), { bigint: true }));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw storageError(error);
+    }
+  }
+
+  /**
+   * `stamp`, synchronously, for the freshness check every request of a cached user pays: a few
+   * microseconds from the inode cache of a local file system, where the asynchronous stat waits
+   * for a thread of libuv's pool and back (tens of microseconds, hundreds on a busy machine:
+   * bench/README.md). Not for loops over the pool (counts), which would hold the event loop.
+   */
+  stampNow(userId: string): FileStamp | null {
     try {
       return stampOf(statSync(this.memoriesPath(userId), { bigint: true }));
     } catch (error) {
