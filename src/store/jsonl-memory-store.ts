@@ -1,6 +1,6 @@
 import type { Logger } from '../logger.js';
 import { JsonlStore, sameFile, sameStamp, type FileStamp, type LoadedUser } from './jsonl-store.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UserChanges, UserSnapshot } from './memory-store.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { decodeVectors, encodeVector, type StoredRecord } from './stored-record.js';
 
 /**
@@ -210,21 +210,14 @@ export class JsonlMemoryStore implements MemoryStore {
 
   replaceVectors(userId: string, vectors: ReadonlyArray<{ id: string; vector: Float32Array; model: string }>): Promise<void> {
     const byId = new Map(vectors.map((entry) => [entry.id, entry]));
-    return this.withUserLock(userId, async () => {
-      const loaded = await this.files.load(userId);
-      const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
-      if (!head) return;
-      const stamp = await this.files.rewrite(
-        userId,
-        loaded.records.map((record) => {
-          const replaced = byId.get(record.id);
-          return replaced ? { ...record, vec: encodeVector(replaced.vector), model: replaced.model } : record;
-        }),
-      );
-      // Not a change of content: the version stays (other processes see a new file and reload).
-      head.offsets.clear();
-      this.moveTo(head, stamp, Number(stamp.size));
-    });
+    // Not a change of content: the version stays (other processes see a new file and reload).
+    return this.rewriteUser(userId, (records) => ({
+      records: records.map((record) => {
+        const replaced = byId.get(record.id);
+        return replaced ? { ...record, vec: encodeVector(replaced.vector), model: replaced.model } : record;
+      }),
+      contentChanged: false,
+    })).then(() => undefined);
   }
 
   /**
@@ -236,21 +229,38 @@ export class JsonlMemoryStore implements MemoryStore {
     return this.serial(userId, () => this.files.withUserLock(userId, task));
   }
 
-  /** Rewrites the user's file without the matching memories (temp file, fsync, rename), reading it inside the lock. */
-  private removeWhere(userId: string, matches: (record: StoredRecord) => boolean): Promise<RemoveResult> {
+  /** Rewrites the user's file without the matching memories. */
+  private async removeWhere(userId: string, matches: (record: StoredRecord) => boolean): Promise<RemoveResult> {
+    let removed: StoredRecord[] = [];
+    const { previousVersion, version } = await this.rewriteUser(userId, (records) => {
+      removed = records.filter(matches);
+      return removed.length === 0 ? null : { records: records.filter((record) => !matches(record)), contentChanged: true };
+    });
+    return { removed: removed.map(({ id, seq }) => ({ id, seq })), previousVersion, version };
+  }
+
+  /**
+   * Every rewrite of a user's file (deletes, purges, re-embedding; an update of memories would be
+   * one more): under the user's lock, the file read inside it (so an append of another process is
+   * before the read, kept, or after the rename, in the new file), `change` applied to its records
+   * (null: nothing to write), the seq floor written (a seq removed is never given again), then the
+   * new file written and renamed in (temp file, fsync, rename). The version moves on when the
+   * content changed. Records keep their seqs; new ones must take theirs from an append.
+   */
+  rewriteUser(userId: string, change: (records: readonly StoredRecord[]) => { records: StoredRecord[]; contentChanged: boolean } | null): Promise<WriteResult> {
     return this.withUserLock(userId, async () => {
       const loaded = await this.files.load(userId);
       const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
       const previousVersion = head?.version ?? 0;
-      const removed = loaded.records.filter(matches);
-      if (!head || removed.length === 0) return { removed: [], previousVersion, version: previousVersion };
+      const changed = head ? change(loaded.records) : null;
+      if (!head || !changed) return { previousVersion, version: previousVersion };
       await this.files.writeSeqFloor(userId, head.nextSeq);
-      const stamp = await this.files.rewrite(userId, loaded.records.filter((record) => !matches(record)));
-      head.count -= removed.length;
-      head.version = ++this.clock;
+      const stamp = await this.files.rewrite(userId, changed.records);
+      head.count = changed.records.length;
+      if (changed.contentChanged) head.version = ++this.clock;
       head.offsets.clear();
       this.moveTo(head, stamp, Number(stamp.size));
-      return { removed: removed.map(({ id, seq }) => ({ id, seq })), previousVersion, version: head.version };
+      return { previousVersion, version: head.version };
     });
   }
 
