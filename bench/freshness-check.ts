@@ -20,9 +20,10 @@ import { silentLogger } from '../src/logger.js';
 import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
 import { JsonlStore } from '../src/store/jsonl-store.js';
 import type { StoredRecord } from '../src/store/stored-record.js';
-import { checkAdd, checkSearch, LoopbackClient, round, runLoad } from './http-load.js';
+import { checkSearch, LoopbackClient, round, runLoad } from './http-load.js';
+import { serveLongestConversation } from './longest-user-server.js';
 import { ServerProcess } from './server-process.js';
-import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload } from './workload.js';
 
 export interface FreshnessCheck {
   calls: number;
@@ -115,21 +116,8 @@ async function main(): Promise<void> {
   const loadAtStart = os.loadavg()[0];
   try {
     const dataDir = path.join(workDir, 'service');
-    const server = await ServerProcess.start({ dataDir });
+    const { server, userId, conversation } = await serveLongestConversation(dataDir, workload, 'bench-freshness', log);
     const client = new LoopbackClient(server.url, 8);
-    for (let attempt = 0; ; attempt++) {
-      const answer = await client.get('/health', 5_000).catch(() => null);
-      if (answer?.status === 200) break;
-      if (attempt > 600 || !server.running) throw new Error('the server did not start');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    const conversation = [...workload.conversations].sort((a, b) => b.turns.length - a.turns.length)[0];
-    const userId = `bench-freshness-${conversation.id}`;
-    const adds = sessionAdds(conversation, userId, 64);
-    let next = 0;
-    log(`ingesting ${conversation.turns.length} turns as ${userId}`);
-    const ingest = await runLoad({ client, path: '/add', concurrency: 4, nextBody: () => adds[next++], check: checkAdd, timeoutMs: 300_000 });
-    if (ingest.errors > 0) throw new Error(`ingest failed: ${JSON.stringify(ingest.error_samples)}`);
     const questions = workload.conversations.flatMap((entry) => entry.questions);
     const searches = (count: number) => {
       let sent = 0;
