@@ -270,8 +270,10 @@ export class JsonlStore {
     return path.join(this.userDir(userId), MEMORIES_FILE);
   }
 
+  /** Named by the hash of the user's folder alone: the seq floor outlives a deleted user, and must not spell out part of its id. */
   private syncPath(userId: string, suffix: string): string {
-    return path.join(this.dataDir, SYNC_DIR, `${path.basename(this.userDir(userId))}.${suffix}`);
+    const folder = path.basename(this.userDir(userId));
+    return path.join(this.dataDir, SYNC_DIR, `${folder.slice(folder.lastIndexOf('-') + 1)}.${suffix}`);
   }
 
   /** A temp name no other writer uses, in this process or another. */

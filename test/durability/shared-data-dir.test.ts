@@ -196,7 +196,7 @@ describe('several processes on one data directory', () => {
     const files = new JsonlStore(dataDir, silentLogger());
     const dead = spawn(process.execPath, ['-e', '0']);
     await new Promise((resolve) => dead.once('exit', resolve));
-    const lockName = `${path.basename(files.userDir(userId))}.lock`;
+    const lockName = `${path.basename(files.userDir(userId)).split('-').at(-1)}.lock`;
     await writeFile(path.join(dataDir, 'sync', lockName), JSON.stringify({ pid: dead.pid, host: os.hostname(), start: null, nonce: 'dead-writer' }));
     await appendFile(path.join(files.userDir(userId), 'memories.jsonl'), '{"id":"torn","user_id":"killed","te');
     expect((await request(`${server.url}/mem`, { body: { text: 'after the crash', user_id: userId } })).status).toBe(201);
