@@ -18,8 +18,9 @@ import { parseArgs } from 'node:util';
 import { MAX_ADD_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../src/http/request-limits.js';
 import { MAX_QUERY_CHARS } from '../src/memory/query-bounds.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type Answer, type LatencyStats } from './http-load.js';
+import { serveLongestConversation } from './longest-user-server.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
-import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
+import { DEFAULT_LOCOMO, loadWorkload } from './workload.js';
 
 const MB = 1024 * 1024;
 
@@ -230,23 +231,7 @@ async function main(): Promise<void> {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-hostile-'));
   const loadAtStart = os.loadavg()[0];
   try {
-    const server = await ServerProcess.start({ dataDir: workDir });
-    const setup = new LoopbackClient(server.url, 8);
-    // The server answers once its model is loaded.
-    for (let attempt = 0; ; attempt++) {
-      const answer = await setup.get('/health', 5_000).catch(() => null);
-      if (answer?.status === 200) break;
-      if (attempt > 600 || !server.running) throw new Error('the server did not start');
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    const conversation = [...workload.conversations].sort((a, b) => b.turns.length - a.turns.length)[0];
-    const userId = `bench-hostile-${conversation.id}`;
-    const adds = sessionAdds(conversation, userId, 64);
-    let next = 0;
-    log(`ingesting ${conversation.turns.length} turns as ${userId}`);
-    const ingest = await runLoad({ client: setup, path: '/add', concurrency: 4, nextBody: () => adds[next++], check: checkAdd, timeoutMs: 300_000 });
-    if (ingest.errors > 0) throw new Error(`ingest failed: ${JSON.stringify(ingest.error_samples)}`);
-    setup.close();
+    const { server, userId, conversation } = await serveLongestConversation(workDir, workload, 'bench-hostile', log);
     const result = await measureHostileLoad(server, {
       userIds: [userId],
       questions: conversation.questions.length > 0 ? conversation.questions : workload.conversations.flatMap((entry) => entry.questions),

@@ -21,6 +21,7 @@ import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
 import { ADD_CLIENTS, measureAdd, measureEncoder, summarizeEncoder } from './add-phase.js';
 import { cpuMsPer, cpuText } from './cpu-figures.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
+import { measureAppendLock, measureFreshnessCheck } from './freshness-check.js';
 import { measureHostileLoad } from './hostile-load.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
@@ -55,6 +56,8 @@ export interface Plan {
   /** Sizes whose start without index caches (rebuilt from the JSONL) is measured too. */
   rebuildSizes: number[];
   rebuildTimeoutMs: number;
+  /** Freshness checks timed after the sequential Search phase (bench/freshness-check.ts). */
+  freshnessChecks: number;
 }
 
 const PLANS: Record<'quick' | 'full', Plan> = {
@@ -69,6 +72,7 @@ const PLANS: Record<'quick' | 'full', Plan> = {
     coldStartRuns: 1,
     rebuildSizes: [],
     rebuildTimeoutMs: 0,
+    freshnessChecks: 5_000,
   },
   full: {
     addRequests: 320,
@@ -81,6 +85,7 @@ const PLANS: Record<'quick' | 'full', Plan> = {
     coldStartRuns: 2,
     rebuildSizes: [10_000, 100_000],
     rebuildTimeoutMs: 8 * 60_000,
+    freshnessChecks: 20_000,
   },
 };
 
@@ -174,7 +179,8 @@ async function main(): Promise<void> {
     const embedder = serverEncoder();
     const encoderBefore = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests, progress);
 
-    const server = await ServerProcess.start({ dataDir: path.join(workDir, 'service'), nodeArgs });
+    const serviceDir = path.join(workDir, 'service');
+    const server = await ServerProcess.start({ dataDir: serviceDir, nodeArgs });
     const client = new LoopbackClient(server.url, 256);
     const startMs = await waitForFirstAnswer(server, client, () => ({ query: 'warm-up', user_id: 'nobody', top_k: 1 }), 120_000, () => true);
     progress(`server up in ${startMs} ms (pid ${server.pid})`);
@@ -182,6 +188,10 @@ async function main(): Promise<void> {
     // Measured again after the Add phase: the machine is shared, and the mean of the two brackets its drift.
     const encoderAfter = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests, progress);
     const search = await measureSearch(server, client, workload, plan);
+    const freshness = await measureFreshnessCheck(serviceDir, search.users.map((user) => user.user_id), search.sequential.latency_ms.p50, plan.freshnessChecks);
+    progress(`freshness check: ${freshness.mean_us} µs a cached user (p50 of batches ${freshness.p50_us} µs), ${round(freshness.ratio_to_cached_search * 100, 2)}% of a cached Search (p50 ${freshness.search_p50_ms} ms)`);
+    const appendLock = await measureAppendLock(path.join(workDir, 'append-lock'), plan.freshnessChecks / 25);
+    progress(`append: p50 ${appendLock.file_only_p50_ms} ms the file alone, ${appendLock.with_lock_p50_ms} ms with the user's lock (+${appendLock.lock_overhead_p50_ms} ms)`);
     const encodeAlone = await measureEncodeAlone(embedder, search.sequential_queries);
     await embedder.close();
     progress('hostile load: ordinary Searches while one client keeps a hostile request in flight');
@@ -232,6 +242,14 @@ async function main(): Promise<void> {
       ),
       target('cold_start_100k', 'spawn -> first Search answered < 2 s with 100k memories', big?.cold_start_ms ?? NaN, 'ms', (big?.cold_start_ms ?? Infinity) < 2000),
       target('resident_100k', 'RSS < 700 MiB with 100k memories', big?.rss_mb ?? NaN, 'MiB', (big?.rss_mb ?? Infinity) < 700),
+      target(
+        'freshness_check_vs_cached_search',
+        'the per-request freshness check of a cached user <= 5% of a cached Search (JSONL, several processes on one data directory)',
+        freshness.ratio_to_cached_search,
+        'ratio',
+        freshness.ratio_to_cached_search <= 0.05,
+        `${freshness.mean_us} µs a check, Search p50 ${freshness.search_p50_ms} ms`,
+      ),
       target('hostile_search_p95', `ordinary Search p95 with one hostile request in flight < 2x idle p95 (worst: ${hostile.worst_target_id})`, hostile.worst_target_ratio, 'x idle p95', hostile.worst_target_ratio < 2),
     ];
     const per = scale.length === 2 ? (scale[1].rss_bytes - scale[0].rss_bytes) / (scale[1].memories - scale[0].memories) : NaN;
@@ -258,6 +276,8 @@ async function main(): Promise<void> {
       },
       encoder,
       search: { ...search, sequential_queries: search.sequential_queries.length, encode_alone: encodeAlone, server_rss_mb_after: serviceMemory.rss_mb },
+      freshness_check: freshness,
+      append_lock: appendLock,
       hostile,
       scale: {
         users: SCALE_USERS,

@@ -159,8 +159,9 @@ export class IndexLifecycle {
 
   /** Whether the user's index file is intact, of this model, and holds every memory (caller holds the lock). */
   private async cacheCurrent(state: UserState): Promise<boolean> {
-    if (state.retired || state.corpus.vectors || !this.options.cache) return false;
-    const cached = await readVectorIndexCache(this.options.cache, state.userId);
+    const cache = this.options.cache;
+    if (state.retired || state.corpus.vectors || !cache) return false;
+    const cached = await cache.withCacheLock(state.userId, () => readVectorIndexCache(cache, state.userId));
     if (cached.status !== 'intact') return false;
     let newest = -1;
     for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
@@ -199,6 +200,11 @@ export class IndexLifecycle {
     const fresh = (): VectorIndex => VectorIndex.create(this.options.dimensions, Math.max(1024, count * 2));
     const cache = this.options.cache;
     if (!cache) return fresh();
+    return cache.withCacheLock(userId, () => this.readCachedIndex(cache, userId, fresh));
+  }
+
+  /** `openVectorIndex` under the cache lock: the graph proven intact is the graph read. */
+  private async readCachedIndex(cache: IndexCacheFiles, userId: string, fresh: () => VectorIndex): Promise<VectorIndex> {
     const cached = await readVectorIndexCache(cache, userId);
     if (cached.status === 'missing') return fresh();
     const logger = this.options.logger;

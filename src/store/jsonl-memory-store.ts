@@ -1,33 +1,57 @@
 import type { Logger } from '../logger.js';
-import { JsonlStore } from './jsonl-store.js';
+import { JsonlStore, sameFile, sameStamp, type FileStamp, type LoadedUser } from './jsonl-store.js';
 import type { MemoryVersion } from '../memory/types.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
-import { encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
+import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
+import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
-/** What the store must know of a user to write it without reading its file again. */
+/**
+ * What the store knows of a user's memories file, so that a write needs no read of it and a
+ * request learns whether anything changed from one stat.
+ */
 interface Head {
   nextSeq: number;
   requestIds: Set<string>;
   count: number;
   version: number;
+  /** The file as last seen, and how many of its bytes (whole lines) the head covers. */
+  file: FileStamp;
+  covered: number;
+  /**
+   * Where in the file the records of seq >= key begin, for the last few points the head moved
+   * through: a replica asking for the seqs since one of them reads only what follows.
+   */
+  offsets: Map<number, number>;
 }
 
+/** Users whose files a count stats at once. */
+const COUNT_BATCH = 64;
+
+/** Points kept in `Head.offsets` (a replica more writes behind than this reloads the user). */
+const OFFSETS_KEPT = 64;
+
 /**
- * The store contract over a JSONL data directory (one process owns it). Writes of one user run
- * one at a time here, so seqs and the request-id check are decided inside the write; a small
- * head per user (next seq, request ids, count, version) spares reading the file on each write.
- * Versions come from one process-wide counter, so a user deleted and written again never
- * repeats a version a cache may still hold.
+ * The store contract over a JSONL data directory that any number of processes (servers, CLI
+ * commands, `memorypool mcp`) may open at once.
+ *
+ * - Every read-modify-write of a user's file runs under the user's lock, across processes
+ *   (`withUserLock`): appends (catch up on the file's tail, assign seqs, check the request id,
+ *   append, fsync), rewrites (read, write a temp file, rename) and deletions. So seqs and request
+ *   ids stay exact, and an append by another process lands before a rewrite's read (kept) or
+ *   after its rename (in the new file): none is dropped.
+ * - Reads take no lock. Each request stats the user's file and compares the stamp with the head:
+ *   unchanged, the version stands; grown on the same file, only the appended lines are read;
+ *   replaced (a rewrite) or gone, the head is read again. Either way the version moves on.
+ * - Versions come from one process-wide counter: they never repeat, and a cache compares only
+ *   versions of its own store.
+ * - Seqs are never given out twice (a floor outlives rewrites and deletions: `JsonlStore.seqFloor`).
  */
 export class JsonlMemoryStore implements MemoryStore {
   readonly kind = 'jsonl';
   readonly files: JsonlStore;
   private readonly heads = new Map<string, Head>();
   private readonly queues = new Map<string, Promise<unknown>>();
-  /** Line counts of users whose head is not known (counted without parsing, for the pool's total). */
-  private readonly lineCounts = new Map<string, number>();
-  /** The users on disk, read once: this process is the directory's only writer. */
-  private users: Set<string> | null = null;
+  /** Line counts of users whose head is not known (counted without parsing, for the pool's total), with the stamp counted. */
+  private readonly lineCounts = new Map<string, { stamp: FileStamp; count: number }>();
   private clock = 0;
 
   constructor(dataDir: string, logger: Logger) {
@@ -51,9 +75,8 @@ export class JsonlMemoryStore implements MemoryStore {
     await this.files.sidecarsSettled();
   }
 
-  async listUsers(): Promise<string[]> {
-    this.users ??= new Set(await this.files.listUsers());
-    return [...this.users].sort();
+  listUsers(): Promise<string[]> {
+    return this.files.listUsers();
   }
 
   async countMemories(): Promise<number> {
@@ -64,20 +87,32 @@ export class JsonlMemoryStore implements MemoryStore {
     return (await this.countsByUser()).filter((count) => count > 0).length;
   }
 
-  /** Each user's memory count, from what this store knows of it, else its file's lines (counted once). */
+  /**
+   * Each user's memory count as of now: from its head, else its file's lines (counted again when
+   * the file changed). One asynchronous stat per user, a batch at a time: a pool of many users
+   * must not hold the event loop for a count.
+   */
   private async countsByUser(): Promise<number[]> {
+    const users = await this.listUsers();
     const counts: number[] = [];
-    for (const userId of await this.listUsers()) {
-      const head = this.heads.get(userId);
-      if (head) {
-        counts.push(head.count);
-        continue;
-      }
-      let lines = this.lineCounts.get(userId);
-      if (lines === undefined) this.lineCounts.set(userId, (lines = await this.files.countRecords(userId)));
-      counts.push(lines);
+    for (let start = 0; start < users.length; start += COUNT_BATCH) {
+      counts.push(...(await Promise.all(users.slice(start, start + COUNT_BATCH).map((userId) => this.countOf(userId)))));
     }
     return counts;
+  }
+
+  private async countOf(userId: string): Promise<number> {
+    const stamp = await this.files.stamp(userId);
+    const head = this.heads.get(userId);
+    if (head && stamp && sameStamp(head.file, stamp)) return head.count;
+    if (head) return (await this.serial(userId, () => this.catchUp(userId, false)))?.count ?? 0;
+    if (!stamp) {
+      this.lineCounts.delete(userId);
+      return 0;
+    }
+    let known = this.lineCounts.get(userId);
+    if (!known || !sameStamp(known.stamp, stamp)) this.lineCounts.set(userId, (known = { stamp, count: await this.files.countRecords(userId) }));
+    return known.count;
   }
 
   userCounts(userId: string): Promise<{ count: number; sessions: number }> {
@@ -94,38 +129,61 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   async version(userId: string): Promise<number> {
-    return (await this.head(userId)).version;
+    return (await this.head(userId))?.version ?? 0;
   }
 
-  async changesSince(userId: string, fromSeq: number): Promise<UserChanges> {
-    const { version, units } = await this.load(userId);
-    return { version, count: units.length, units: units.filter(({ record }) => record.seq >= fromSeq) };
+  changesSince(userId: string, fromSeq: number): Promise<UserChanges> {
+    return this.serial(userId, async () => {
+      const head = await this.catchUp(userId, false);
+      if (!head) return { version: 0, count: 0, units: [] };
+      if (fromSeq >= head.nextSeq) return { version: head.version, count: head.count, units: [] };
+      // Only appends since `fromSeq`: read just those lines.
+      const offset = head.offsets.get(fromSeq);
+      const appended = offset === undefined ? null : await this.files.readAppended(userId, head.file, offset);
+      // Seqs grow along the file, so the lines from there to what the head covers are exactly the seqs asked for.
+      if (appended && appended.end >= head.covered) {
+        const records = appended.records.filter((record) => record.seq < head.nextSeq);
+        if (records.every((record) => record.seq >= fromSeq)) return { version: head.version, count: head.count, units: toUnits(records) };
+      }
+      const { version, units } = await this.readUser(userId);
+      return { version, count: units.length, units: units.filter(({ record }) => record.seq >= fromSeq) };
+    });
   }
 
   async hasRequest(userId: string, requestId: string): Promise<boolean> {
-    return (await this.head(userId)).requestIds.has(requestId);
+    return (await this.head(userId))?.requestIds.has(requestId) ?? false;
   }
 
   append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string } = {}): Promise<AppendResult | null> {
-    return this.serial(userId, async () => {
-      const head = await this.headInQueue(userId);
-      if (options.requestId !== undefined && head.requestIds.has(options.requestId)) return null;
-      const previousVersion = head.version;
+    return this.withUserLock(userId, async () => {
+      // Inside the lock nobody else writes the file: once caught up, seqs and request ids are exact.
+      const head = await this.catchUp(userId, true);
+      if (options.requestId !== undefined && head?.requestIds.has(options.requestId)) return null;
+      const previousVersion = head?.version ?? 0;
       if (drafts.length === 0) return { records: [], previousVersion, version: previousVersion };
+      const nextSeq = head?.nextSeq ?? (await this.files.seqFloor(userId));
       const records: StoredRecord[] = drafts.map(({ record }, i) => ({
         ...record,
-        seq: head.nextSeq + i,
+        seq: nextSeq + i,
         ...(options.requestId !== undefined ? { batch: drafts.length } : {}),
       }));
       // Append, fsync, and only then count the write as done: an acknowledged Add survives a crash.
-      await this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) })));
-      head.nextSeq += records.length;
-      head.count += records.length;
-      this.heads.set(userId, head);
-      this.users?.add(userId);
-      if (options.requestId !== undefined) head.requestIds.add(options.requestId);
-      head.version = ++this.clock;
-      return { records: records.map(({ batch: _batch, ...record }) => record), previousVersion, version: head.version };
+      const written = (await this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) }))))!;
+      const version = ++this.clock;
+      if (head && written.sizeBefore === head.covered && sameFile(head.file, written.stamp)) {
+        head.nextSeq += records.length;
+        head.count += records.length;
+        if (options.requestId !== undefined) head.requestIds.add(options.requestId);
+        head.version = version;
+        this.moveTo(head, written.stamp, Number(written.stamp.size));
+      } else if (written.sizeBefore === 0) {
+        this.heads.set(userId, newHead(records, version, written.stamp, Number(written.stamp.size), 0));
+      } else {
+        // The file was not where the head left it (a writer outside the lock): read it again next time.
+        this.heads.delete(userId);
+      }
+      this.lineCounts.delete(userId);
+      return { records: records.map(({ batch: _batch, ...record }) => record), previousVersion, version };
     });
   }
 
@@ -139,99 +197,186 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   deleteUser(userId: string): Promise<number> {
-    return this.serial(userId, async () => {
-      const { units } = await this.readUser(userId);
+    return this.withUserLock(userId, async () => {
+      const loaded = await this.files.load(userId);
+      const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
+      // The seqs given out so far stay given out: a user written again starts after them.
+      if (head) await this.files.writeSeqFloor(userId, head.nextSeq);
       await this.files.deleteUser(userId);
       this.heads.delete(userId);
       this.lineCounts.delete(userId);
-      this.users?.delete(userId);
-      return units.length;
+      return loaded.records.length;
     });
   }
 
   replaceVectors(userId: string, vectors: ReadonlyArray<{ id: string; vector: Float32Array; model: string }>): Promise<void> {
     const byId = new Map(vectors.map((entry) => [entry.id, entry]));
-    return this.serial(userId, async () => {
-      const { records } = await this.files.load(userId);
-      await this.files.rewrite(
-        userId,
-        records.map((record) => {
-          const replaced = byId.get(record.id);
-          return replaced ? { ...record, vec: encodeVector(replaced.vector), model: replaced.model } : record;
-        }),
-      );
-    });
+    // Not a change of content: the version stays (other processes see a new file and reload).
+    return this.rewriteUser(userId, (records) => ({
+      records: records.map((record) => {
+        const replaced = byId.get(record.id);
+        return replaced ? { ...record, vec: encodeVector(replaced.vector), model: replaced.model } : record;
+      }),
+      contentChanged: false,
+    })).then(() => undefined);
   }
 
   /**
-   * Rewrites the user's file with the memory's next version in place of the old one (temp file,
-   * fsync, rename, like a delete), moved to the end: the file stays in seq order. The replaced
-   * version goes into the line's `history`, so deleting the memory (a rewrite without its line)
-   * or the user (the folder) takes its history off the disk with it.
+   * Rewrites the user's file with the memory's next version in place of the old one (under the
+   * user's lock, like a delete), moved to the end with a new seq: the file stays in seq order and
+   * a replica's refresh from its next seq sees it. The replaced version goes into the line's
+   * `history`, so deleting the memory (a rewrite without its line) or the user (the folder) takes
+   * its history off the disk with it.
    */
-  update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
-    return this.serial(userId, async () => {
-      const { records } = await this.files.load(userId);
+  async update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
+    const found: { updated?: { record: StoredRecord; previousSeq: number } } = {};
+    const { previousVersion, version } = await this.rewriteUser(userId, (records, nextSeq) => {
       const old = records.find((record) => record.id === id);
       if (!old) return null;
-      const head = await this.headInQueue(userId);
-      const previousVersion = head.version;
-      const record = patchedRecord(old, patch, head.nextSeq);
+      const record = patchedRecord(old, patch, nextSeq);
       const line: StoredRecord = { ...record, history: [...(old.history ?? []), versionOf(old)], vec: patch.vector ? encodeVector(patch.vector) : old.vec };
-      await this.files.rewrite(userId, [...records.filter((other) => other !== old), line]);
-      head.nextSeq += 1;
-      head.version = ++this.clock;
-      return { record, previousSeq: old.seq, previousVersion, version: head.version };
+      found.updated = { record, previousSeq: old.seq };
+      return { records: [...records.filter((other) => other !== old), line], contentChanged: true, seqsTaken: 1 };
+    });
+    return found.updated ? { ...found.updated, previousVersion, version } : null;
+  }
+
+  /** Read without the lock unless the file needs repair, as a load is. */
+  async history(userId: string, id: string): Promise<MemoryVersion[]> {
+    const loaded = (await this.files.load(userId, { repair: false })) ?? (await this.withUserLock(userId, () => this.files.load(userId)));
+    return loaded.records.find((record) => record.id === id)?.history ?? [];
+  }
+
+  /**
+   * Runs `task` as the only writer of the user's file, in this process (one task per user at a
+   * time, in arrival order) and across processes (the user's lock file). Every read-modify-write
+   * of the file runs inside: it must read the file inside too (`files.load` may repair it here).
+   */
+  withUserLock<T>(userId: string, task: () => Promise<T>): Promise<T> {
+    return this.serial(userId, () => this.files.withUserLock(userId, task));
+  }
+
+  /** Rewrites the user's file without the matching memories. */
+  private async removeWhere(userId: string, matches: (record: StoredRecord) => boolean): Promise<RemoveResult> {
+    let removed: StoredRecord[] = [];
+    const { previousVersion, version } = await this.rewriteUser(userId, (records) => {
+      removed = records.filter(matches);
+      return removed.length === 0 ? null : { records: records.filter((record) => !matches(record)), contentChanged: true };
+    });
+    return { removed: removed.map(({ id, seq }) => ({ id, seq })), previousVersion, version };
+  }
+
+  /**
+   * Every rewrite of a user's file (deletes, purges, updates, re-embedding): under the user's lock, the file read inside it (so an append of another process is
+   * before the read, kept, or after the rename, in the new file), `change` applied to its records
+   * (null: nothing to write), the seq floor written (a seq removed is never given again), then the
+   * new file written and renamed in (temp file, fsync, rename). The version moves on when the
+   * content changed. Records keep their seqs, but for those `change` gives the next seqs to (an
+   * updated memory's new version), saying how many it took.
+   */
+  rewriteUser(
+    userId: string,
+    change: (records: readonly StoredRecord[], nextSeq: number) => { records: StoredRecord[]; contentChanged: boolean; seqsTaken?: number } | null,
+  ): Promise<WriteResult> {
+    return this.withUserLock(userId, async () => {
+      const loaded = await this.files.load(userId);
+      const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
+      const previousVersion = head?.version ?? 0;
+      const changed = head ? change(loaded.records, head.nextSeq) : null;
+      if (!head || !changed) return { previousVersion, version: previousVersion };
+      head.nextSeq += changed.seqsTaken ?? 0;
+      await this.files.writeSeqFloor(userId, head.nextSeq);
+      const stamp = await this.files.rewrite(userId, changed.records);
+      head.count = changed.records.length;
+      if (changed.contentChanged) head.version = ++this.clock;
+      head.offsets.clear();
+      this.moveTo(head, stamp, Number(stamp.size));
+      return { previousVersion, version: head.version };
     });
   }
 
-  history(userId: string, id: string): Promise<MemoryVersion[]> {
-    return this.serial(userId, async () => (await this.files.load(userId)).records.find((record) => record.id === id)?.history ?? []);
-  }
-
-  /** Rewrites the user's file without the matching memories (temp file, fsync, rename). */
-  private removeWhere(userId: string, matches: (record: StoredRecord) => boolean): Promise<RemoveResult> {
-    return this.serial(userId, async () => {
-      const { records } = await this.files.load(userId);
-      const head = await this.headInQueue(userId);
-      const previousVersion = head.version;
-      const removed = records.filter(matches);
-      if (removed.length === 0) return { removed: [], previousVersion, version: previousVersion };
-      await this.files.rewrite(userId, records.filter((record) => !matches(record)));
-      head.count -= removed.length;
-      head.version = ++this.clock;
-      return { removed: removed.map(({ id, seq }) => ({ id, seq })), previousVersion, version: head.version };
-    });
-  }
-
+  /** The whole file, read without the lock unless something needs repair; the head is set from that very read. */
   private async readUser(userId: string): Promise<UserSnapshot> {
-    const { records, vectors } = await this.files.loadUnits(userId);
-    const head = this.heads.get(userId) ?? this.newHead(userId, records);
+    const loaded = (await this.files.loadUnits(userId, { repair: false })) ?? (await this.files.withUserLock(userId, () => this.files.loadUnits(userId)));
+    const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
     // History stays on disk: a cache never needs it (`history` reads it when asked).
-    const units: StoredUnit[] = records.map(({ batch: _batch, history: _history, ...record }, i) => ({ record, vector: vectors[i] }));
-    return { version: head.version, units };
+    const units: StoredUnit[] = loaded.records.map(({ batch: _batch, history: _history, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
+    return { version: head?.version ?? 0, units };
   }
 
-  private head(userId: string): Promise<Head> {
+  /** The head as of the file now: one stat when nothing changed (the common case), else a catch-up in the user's queue. */
+  private async head(userId: string): Promise<Head | null> {
     const known = this.heads.get(userId);
-    return known ? Promise.resolve(known) : this.serial(userId, () => this.headInQueue(userId));
+    const stamp = this.files.stampNow(userId);
+    if (known && stamp && sameStamp(known.file, stamp)) return known;
+    // Not a file this store wrote: nothing to learn from it (the next write finds out what it is).
+    if (stamp && !stamp.regular) return known ?? null;
+    if (!known && !stamp) return null;
+    return this.serial(userId, () => this.catchUp(userId, false));
   }
 
-  private async headInQueue(userId: string): Promise<Head> {
+  /**
+   * Brings the head up to the file (the caller is in the user's queue). `locked`: the caller holds
+   * the user's lock, so an unfinished tail is a dead writer's, and the full read repairs it.
+   */
+  private async catchUp(userId: string, locked: boolean): Promise<Head | null> {
+    const head = this.heads.get(userId);
+    const stamp = await this.files.stamp(userId);
+    if (!stamp) {
+      this.heads.delete(userId);
+      return null;
+    }
+    if (head && sameStamp(head.file, stamp)) return head;
+    if (!stamp.regular) return head ?? null;
+    if (head && sameFile(head.file, stamp) && stamp.size >= BigInt(head.covered)) {
+      const appended = await this.files.readAppended(userId, head.file, head.covered);
+      if (appended && !(locked && appended.unfinished)) {
+        this.admit(head, appended.records);
+        this.moveTo(head, appended.stamp, appended.end);
+        return head;
+      }
+    }
+    const loaded = locked
+      ? await this.files.load(userId)
+      : ((await this.files.load(userId, { repair: false })) ?? (await this.files.withUserLock(userId, () => this.files.load(userId))));
+    return this.fromRead(userId, loaded, await this.files.seqFloor(userId));
+  }
+
+  /** Takes appended records into the head; the version moves on when there are any. */
+  private admit(head: Head, records: readonly StoredRecord[]): void {
+    if (records.length === 0) return;
+    for (const record of records) {
+      head.nextSeq = Math.max(head.nextSeq, record.seq + 1);
+      if (record.request_id !== undefined) head.requestIds.add(record.request_id);
+    }
+    head.count += records.length;
+    head.version = ++this.clock;
+  }
+
+  /** The head now covers the file up to `covered` bytes, as `stamp` saw it. */
+  private moveTo(head: Head, stamp: FileStamp, covered: number): void {
+    head.file = stamp;
+    head.covered = covered;
+    head.offsets.set(head.nextSeq, covered);
+    if (head.offsets.size > OFFSETS_KEPT) head.offsets.delete(head.offsets.keys().next().value!);
+  }
+
+  /**
+   * Sets the head from a whole read of the file: the version stays when the read found the file
+   * the head already covered, else moves on. No head for a user without a file.
+   */
+  private fromRead(userId: string, loaded: LoadedUser, floor: number): Head | null {
     const known = this.heads.get(userId);
-    if (known) return known;
-    return this.newHead(userId, (await this.files.load(userId)).records);
-  }
-
-  private newHead(userId: string, records: readonly StoredRecord[]): Head {
-    const head: Head = {
-      nextSeq: records.reduce((max, record) => Math.max(max, record.seq + 1), 0),
-      requestIds: new Set(records.flatMap((record) => (record.request_id === undefined ? [] : [record.request_id]))),
-      count: records.length,
-      version: records.length === 0 ? 0 : ++this.clock,
-    };
-    // A user with nothing stored gets a head only once written (lookups of made-up ids keep none).
-    if (records.length > 0) this.heads.set(userId, head);
+    if (!loaded.stamp) {
+      this.heads.delete(userId);
+      return null;
+    }
+    if (known && sameFile(known.file, loaded.stamp) && known.covered === loaded.bytes && known.count === loaded.records.length) {
+      known.file = loaded.stamp;
+      return known;
+    }
+    const head = newHead(loaded.records, ++this.clock, loaded.stamp, loaded.bytes, Math.max(floor, known?.nextSeq ?? 0));
+    this.heads.set(userId, head);
     return head;
   }
 
@@ -246,4 +391,23 @@ export class JsonlMemoryStore implements MemoryStore {
     });
     return run;
   }
+}
+
+function newHead(records: readonly StoredRecord[], version: number, file: FileStamp, covered: number, floor: number): Head {
+  const nextSeq = records.reduce((max, record) => Math.max(max, record.seq + 1), floor);
+  return {
+    nextSeq,
+    requestIds: new Set(records.flatMap((record) => (record.request_id === undefined ? [] : [record.request_id]))),
+    count: records.length,
+    version,
+    file,
+    covered,
+    offsets: new Map([[nextSeq, covered]]),
+  };
+}
+
+/** Records read with their `vec` as units (vectors decoded, `vec` and `batch` dropped). */
+function toUnits(records: readonly StoredRecord[]): StoredUnit[] {
+  const vectors = decodeVectors(records.map((record) => record.vec));
+  return records.map(({ vec: _vec, batch: _batch, ...record }, i) => ({ record, vector: vectors[i] }));
 }

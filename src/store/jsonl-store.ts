@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, constants as fsConstants } from 'node:fs';
+import { createReadStream, statSync, constants as fsConstants } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, writeFile, type FileHandle } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { storageError } from '../errors.js';
+import { withFileLock } from './file-lock.js';
 import { decodeVectors, isStoredRecord, type StoredRecord } from './stored-record.js';
 import { checkSidecar, encodeSidecar, sidecarHeader, SIDECAR_HEADER_BYTES, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from './vector-sidecar.js';
 
@@ -11,18 +13,77 @@ const USERS_DIR = 'users';
 const MEMORIES_FILE = 'memories.jsonl';
 const QUARANTINE_FILE = 'quarantine.jsonl';
 const USER_FILE = 'user.json';
+/** Beside `users/`: per-user lock files and seq floors, which outlive a user's folder. */
+const SYNC_DIR = 'sync';
+
+/**
+ * What a stat says of a memories file: its identity (device, inode and birth time: ext4 reuses an
+ * inode after a rename, the birth time tells the files apart) and its state (size, times). Equal
+ * stamps: the file is as it was. Same identity, larger: only appended to (rewrites rename a new file in).
+ */
+export interface FileStamp {
+  /** False for anything but a regular file (a device, a FIFO put there by hand): never read, see JsonlMemoryStore. */
+  regular: boolean;
+  dev: bigint;
+  ino: bigint;
+  birth: bigint;
+  size: bigint;
+  mtime: bigint;
+  ctime: bigint;
+}
+
+export function sameFile(a: FileStamp, b: FileStamp): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.birth === b.birth;
+}
+
+export function sameStamp(a: FileStamp, b: FileStamp): boolean {
+  return sameFile(a, b) && a.size === b.size && a.mtime === b.mtime && a.ctime === b.ctime;
+}
+
+function stampOf(stats: BigIntStats): FileStamp {
+  return { regular: stats.isFile(), dev: stats.dev, ino: stats.ino, birth: stats.birthtimeNs, size: stats.size, mtime: stats.mtimeNs, ctime: stats.ctimeNs };
+}
 
 export interface LoadedUser {
   records: StoredRecord[];
   /** Lines that could not be loaded and were moved to the quarantine file (each also logged). */
   quarantined: number;
+  /** The file read (null: none), and how many of its bytes the records are. */
+  stamp: FileStamp | null;
+  bytes: number;
 }
 
 /** A user's records (without `vec`) and, in the same order, their vectors (null where a line has none). */
-export interface LoadedUnits {
-  records: StoredRecord[];
+export interface LoadedUnits extends LoadedUser {
   vectors: Array<Float32Array | null>;
-  quarantined: number;
+}
+
+/** The lines appended to a file after a point, as far as they are whole (see `readAppended`). */
+export interface AppendedLines {
+  records: StoredRecord[];
+  /** Where the whole lines read end: the next read starts here. */
+  end: number;
+  stamp: FileStamp;
+  /** Bytes after `end`: an append under way (a line or an Add not yet whole), or one cut short by a crash. */
+  unfinished: boolean;
+}
+
+/**
+ * Whether a read may repair what it finds (quarantine lines, rewrite the file): only a caller
+ * holding the user's lock, for whom an unfinished tail is a dead writer's, not one under way.
+ */
+export interface ReadOptions {
+  repair?: boolean;
+}
+
+/** User folder paths remembered (see userDir), at most. */
+const USER_DIRS_KEPT = 100_000;
+
+/** A memories file as one read saw it. */
+interface MemoriesRead {
+  content: Buffer;
+  inode: number;
+  stamp: FileStamp;
 }
 
 /** Users with fewer memories keep no vector sidecar: their lines decode in no time. */
@@ -46,6 +107,10 @@ export class JsonlStore {
   readonly dataDir: string;
   private readonly logger: Logger;
   private readonly knownUserDirs = new Set<string>();
+  private readonly userDirs = new Map<string, string>();
+  /** Folder names under users/ and their user ids, as of `usersStamp` (see listUsers). */
+  private readonly userEntries = new Map<string, string>();
+  private usersStamp: string | null = null;
   /** Background sidecar writes, one chain per user (a delete waits for its user's). */
   private readonly sidecarWrites = new Map<string, Promise<void>>();
   private readonly sidecarMinRecords: number;
@@ -67,9 +132,15 @@ export class JsonlStore {
 
   /** The folder of one user: a readable slug plus a hash, so no user id can name a path outside it. */
   userDir(userId: string): string {
+    // Remembered: every request's freshness check needs it, and a SHA-256 costs more than the stat.
+    let dir = this.userDirs.get(userId);
+    if (dir !== undefined) return dir;
     const slug = userId.replace(/[^A-Za-z0-9_-]+/g, '_').slice(0, 40) || 'u';
     const hash = createHash('sha256').update(userId).digest('hex').slice(0, 16);
-    return path.join(this.dataDir, USERS_DIR, `${slug}-${hash}`);
+    dir = path.join(this.dataDir, USERS_DIR, `${slug}-${hash}`);
+    if (this.userDirs.size >= USER_DIRS_KEPT) this.userDirs.clear();
+    this.userDirs.set(userId, dir);
+    return dir;
   }
 
   /** Path of a per-user index cache file (read side; writes go through `writeCacheFile`). */
@@ -77,39 +148,153 @@ export class JsonlStore {
     return path.join(this.userDir(userId), name);
   }
 
+  /**
+   * Every user with a folder. Other processes add and remove users, so the folder list is read
+   * again whenever the users folder's mtime moved (a stat otherwise); a folder whose user.json is
+   * not there yet (another process is creating it) is looked at again on every call.
+   */
   async listUsers(): Promise<string[]> {
-    let entries: string[];
+    const usersDir = path.join(this.dataDir, USERS_DIR);
+    let entries: string[] | null = null;
     try {
-      entries = await readdir(path.join(this.dataDir, USERS_DIR));
+      const { mtimeNs, ctimeNs } = await stat(usersDir, { bigint: true });
+      const stamp = `${mtimeNs}:${ctimeNs}`;
+      if (stamp !== this.usersStamp) {
+        entries = await readdir(usersDir);
+        this.usersStamp = stamp;
+      }
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
+    if (entries !== null) {
+      const present = new Set(entries);
+      for (const entry of [...this.userEntries.keys()]) if (!present.has(entry)) this.userEntries.delete(entry);
+      for (const entry of entries) if (!this.userEntries.has(entry)) this.userEntries.set(entry, '');
+    }
     const users: string[] = [];
-    for (const entry of entries.sort()) {
-      const file = path.join(this.dataDir, USERS_DIR, entry, USER_FILE);
-      try {
-        const parsed = JSON.parse(await readFile(file, 'utf8')) as { user_id?: unknown };
-        if (typeof parsed.user_id === 'string') users.push(parsed.user_id);
-        else this.logger.warn({ file }, 'user folder without a user id; skipped');
-      } catch (error) {
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
-          this.logger.warn({ file, err: (error as Error).message }, 'unreadable user file; folder skipped');
-        }
-      }
+    for (const [entry, known] of [...this.userEntries.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      const userId = known || (await this.readUserId(entry));
+      if (userId === null) continue;
+      this.userEntries.set(entry, userId);
+      users.push(userId);
     }
     return users;
+  }
+
+  /** The user id a folder names; null while it has none (being created, or not a user's folder). */
+  private async readUserId(entry: string): Promise<string | null> {
+    const file = path.join(this.dataDir, USERS_DIR, entry, USER_FILE);
+    try {
+      const parsed = JSON.parse(await readFile(file, 'utf8')) as { user_id?: unknown };
+      if (typeof parsed.user_id === 'string') return parsed.user_id;
+      this.logger.warn({ file }, 'user folder without a user id; skipped');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR') this.logger.warn({ file, err: (error as Error).message }, 'unreadable user file; folder skipped');
+    }
+    return null;
+  }
+
+  /** The memories file's stamp now; null when the user has none. */
+  async stamp(userId: string): Promise<FileStamp | null> {
+    try {
+      return stampOf(await stat(this.memoriesPath(userId), { bigint: true }));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw storageError(error);
+    }
+  }
+
+  /**
+   * `stamp`, synchronously, for the freshness check every request of a cached user pays: a few
+   * microseconds from the inode cache of a local file system, where the asynchronous stat waits
+   * for a thread of libuv's pool and back (tens of microseconds, hundreds on a busy machine:
+   * bench/README.md). Not for loops over the pool (counts), which would hold the event loop.
+   */
+  stampNow(userId: string): FileStamp | null {
+    try {
+      return stampOf(statSync(this.memoriesPath(userId), { bigint: true }));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw storageError(error);
+    }
+  }
+
+  /**
+   * Runs `task` holding the user's lock across processes: every read-modify-write of the user's
+   * memories file (appends included, see JsonlMemoryStore) runs inside it. Held only for the write.
+   */
+  withUserLock<T>(userId: string, task: () => Promise<T>): Promise<T> {
+    return withFileLock(this.syncPath(userId, 'lock'), task);
+  }
+
+  /**
+   * Runs `task` holding the user's index-cache lock across processes: cache files are written and
+   * read (checked, then opened) inside it, so no one reads a graph and a meta of two writers. Taken
+   * after the user's lock when both are needed, never before.
+   */
+  withCacheLock<T>(userId: string, task: () => Promise<T>): Promise<T> {
+    return withFileLock(this.syncPath(userId, 'cache.lock'), task);
+  }
+
+  /**
+   * The seq every new memory of the user is at least: written before a rewrite or a user deletion
+   * takes memories away, so a seq once given out is never given again (a replica tells appends
+   * from deletes by counts over seqs, and HNSW caches are keyed by seq).
+   */
+  async seqFloor(userId: string): Promise<number> {
+    try {
+      const value = Number((await readFile(this.syncPath(userId, 'next-seq'), 'utf8')).trim());
+      return Number.isSafeInteger(value) && value > 0 ? value : 0;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** Under the user's lock, before the rewrite: no fsync (it matters only to processes running on, which share the page cache). */
+  async writeSeqFloor(userId: string, nextSeq: number): Promise<void> {
+    const file = this.syncPath(userId, 'next-seq');
+    const temp = this.tempName(file);
+    try {
+      await mkdir(path.dirname(file), { recursive: true });
+      await writeFile(temp, `${nextSeq}\n`, { mode: 0o600 });
+      await rename(temp, file);
+    } catch (error) {
+      await rm(temp, { force: true }).catch(() => undefined);
+      throw storageError(error);
+    }
+  }
+
+  private memoriesPath(userId: string): string {
+    return path.join(this.userDir(userId), MEMORIES_FILE);
+  }
+
+  /** Named by the hash of the user's folder alone: the seq floor outlives a deleted user, and must not spell out part of its id. */
+  private syncPath(userId: string, suffix: string): string {
+    const folder = path.basename(this.userDir(userId));
+    return path.join(this.dataDir, SYNC_DIR, `${folder.slice(folder.lastIndexOf('-') + 1)}.${suffix}`);
+  }
+
+  /** A temp name no other writer uses, in this process or another. */
+  private tempName(file: string): string {
+    return `${file}.tmp-${process.pid}-${++this.tempCounter}`;
   }
 
   /**
    * Reads a user's memories. Malformed lines, a torn last line (a crash mid-append) and the
    * records of an Add that was only partly written are moved to `quarantine.jsonl` with a
    * warning naming the file and line, and the memories file is rewritten without them, so
-   * the next append cannot glue a good record onto a torn one.
+   * the next append cannot glue a good record onto a torn one. That repair needs the user's lock
+   * (`repair`, the default): without it, a read that finds anything to repair returns null (the
+   * caller takes the lock and reads again), since a line without its newline may be another
+   * process's append under way.
    */
-  async load(userId: string): Promise<LoadedUser> {
+  async load(userId: string, options?: ReadOptions & { repair?: true }): Promise<LoadedUser>;
+  async load(userId: string, options: ReadOptions): Promise<LoadedUser | null>;
+  async load(userId: string, options: ReadOptions = {}): Promise<LoadedUser | null> {
     const read = await this.readMemories(userId);
-    return read ? this.parseAll(userId, read.content) : { records: [], quarantined: 0 };
+    return read ? this.parseAll(userId, read, options.repair ?? true) : { records: [], quarantined: 0, stamp: null, bytes: 0 };
   }
 
   /**
@@ -119,22 +304,25 @@ export class JsonlStore {
    * not prove current, the whole file is read as `load` reads it, and a new sidecar is written
    * in the background. Anything unusual (a line to quarantine) takes that path too.
    */
-  async loadUnits(userId: string): Promise<LoadedUnits> {
+  async loadUnits(userId: string, options?: ReadOptions & { repair?: true }): Promise<LoadedUnits>;
+  async loadUnits(userId: string, options: ReadOptions): Promise<LoadedUnits | null>;
+  async loadUnits(userId: string, options: ReadOptions = {}): Promise<LoadedUnits | null> {
     const read = await this.readMemories(userId);
-    if (!read) return { records: [], vectors: [], quarantined: 0 };
+    if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
     const sidecar = await this.readSidecar(userId, read.content);
     const fast = sidecar ? this.parseWithSidecar(userId, read.content, sidecar) : null;
     if (fast) {
       const tail = fast.records.length - sidecar!.count;
       if (tail >= Math.max(this.sidecarMinRecords, sidecar!.count / 8)) this.refreshSidecar(userId, read, fast.records, fast.vectors);
-      return { ...fast, quarantined: 0 };
+      return { ...fast, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
     }
-    const loaded = await this.parseAll(userId, read.content);
+    const loaded = await this.parseAll(userId, read, options.repair ?? true);
+    if (!loaded) return null;
     const vectors = decodeVectors(loaded.records.map((record) => record.vec));
     const records = loaded.records.map(({ vec: _vec, ...record }) => record);
     // After a quarantine the file was rewritten: the next load builds the sidecar from that file.
     if (loaded.quarantined === 0 && records.length >= this.sidecarMinRecords) this.refreshSidecar(userId, read, records, vectors);
-    return { records, vectors, quarantined: loaded.quarantined };
+    return { ...loaded, records, vectors };
   }
 
   /** Resolves once the sidecars being written in the background are on disk. */
@@ -142,13 +330,15 @@ export class JsonlStore {
     await Promise.all([...this.sidecarWrites.values()]);
   }
 
-  private async readMemories(userId: string): Promise<{ content: Buffer; inode: number } | null> {
+  private async readMemories(userId: string): Promise<MemoriesRead | null> {
     let handle: FileHandle | undefined;
     try {
-      // One handle for both: the inode recorded in a sidecar is that of the very bytes read.
+      // One handle for both: the inode recorded in a sidecar (and the stamp) is that of the very bytes read.
       handle = await open(path.join(this.userDir(userId), MEMORIES_FILE), 'r');
-      const { ino } = await handle.stat();
-      return { content: await handle.readFile(), inode: ino };
+      const stats = await handle.stat({ bigint: true });
+      // Reading a device or a FIFO may never end (/dev/zero, /dev/full).
+      if (!stats.isFile()) throw Object.assign(new Error(`not a regular file`), { code: 'EINVAL' });
+      return { content: await handle.readFile(), inode: Number(stats.ino), stamp: stampOf(stats) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw storageError(error);
@@ -161,22 +351,62 @@ export class JsonlStore {
    * Parses the whole file and quarantines what does not load. Each line's warning is logged once
    * the quarantine file holds it, so whoever reads the log finds the line already moved aside.
    */
-  private async parseAll(userId: string, content: Buffer): Promise<LoadedUser> {
+  private async parseAll(userId: string, read: MemoriesRead, repair: boolean): Promise<LoadedUser | null> {
+    const { content } = read;
     const file = path.join(this.userDir(userId), MEMORIES_FILE);
     const { records, rejected, warnings } = this.parseLines(userId, content, 0, content.length);
+    if (!repair && (rejected.length > 0 || incompleteAddStart(records) !== -1)) return null;
     const complete = this.dropIncompleteBatches(records, file, rejected);
     if (rejected.length > 0) {
       await this.quarantine(userId, rejected);
-      await this.rewrite(userId, complete);
+      const stamp = await this.rewrite(userId, complete);
       for (const { line, msg } of warnings) this.logger.warn({ file, line }, msg);
       this.logger.warn({ file, quarantined: rejected.length, quarantine: path.join(this.userDir(userId), QUARANTINE_FILE) }, 'moved unloadable lines to the quarantine file');
+      return { records: complete, quarantined: rejected.length, stamp, bytes: Number(stamp.size) };
     }
-    return { records: complete, quarantined: rejected.length };
+    return { records: complete, quarantined: 0, stamp: read.stamp, bytes: content.length };
+  }
+
+  /**
+   * The records of the whole lines appended after `from` (a line start), if the file is still the
+   * one `expected` describes (else null: it was replaced). Lines are taken up to the last whole
+   * line, and never the first records of an Add not yet whole: those are another process's append
+   * under way (or one cut short: a locked caller repairs it). Null too for a malformed line.
+   */
+  async readAppended(userId: string, expected: FileStamp, from: number): Promise<AppendedLines | null> {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(path.join(this.userDir(userId), MEMORIES_FILE), 'r');
+      const stats = await handle.stat({ bigint: true });
+      const stamp = stampOf(stats);
+      if (!sameFile(stamp, expected) || stats.size < BigInt(from)) return null;
+      const bytes = Buffer.alloc(Number(stats.size) - from);
+      let read = 0;
+      while (read < bytes.length) {
+        const { bytesRead } = await handle.read(bytes, read, bytes.length - read, from + read);
+        if (bytesRead === 0) break;
+        read += bytesRead;
+      }
+      const whole = bytes.lastIndexOf(10, read - 1) + 1;
+      const { records, rejected, starts } = this.parseLines(userId, bytes, 0, whole);
+      if (rejected.length > 0) return null;
+      const cut = incompleteAddStart(records);
+      const kept = cut === -1 ? records : records.slice(0, cut);
+      const end = from + (cut === -1 ? whole : starts[cut]);
+      return { records: kept, end, stamp, unfinished: end < from + read };
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw storageError(error);
+    } finally {
+      await handle?.close().catch(() => undefined);
+    }
   }
 
   /** Parses the lines in [from, to); `from` is a line start. Lines that are not memories of this user go to `rejected`, with the warning to log for each. */
-  private parseLines(userId: string, content: Buffer, from: number, to: number): { records: StoredRecord[]; rejected: string[]; warnings: Array<{ line?: number; msg: string }> } {
+  private parseLines(userId: string, content: Buffer, from: number, to: number): { records: StoredRecord[]; starts: number[]; rejected: string[]; warnings: Array<{ line?: number; msg: string }> } {
     const records: StoredRecord[] = [];
+    /** Where each record's line starts in `content`. */
+    const starts: number[] = [];
     const rejected: string[] = [];
     const warnings: Array<{ line?: number; msg: string }> = [];
     let start = from;
@@ -186,6 +416,7 @@ export class JsonlStore {
       const lineEnd = end === -1 || end > to ? to : end;
       if (lineNumber >= 0) lineNumber++;
       const line = content.toString('utf8', start, lineEnd);
+      const lineStart = start;
       start = lineEnd + 1;
       if (line.trim() === '') continue;
       const where = lineNumber >= 0 ? lineNumber : undefined;
@@ -202,12 +433,13 @@ export class JsonlStore {
       }
       if (isStoredRecord(parsed) && parsed.user_id === userId) {
         records.push(parsed);
+        starts.push(lineStart);
       } else {
         warnings.push({ line: where, msg: 'malformed memory line; quarantined' });
         rejected.push(line);
       }
     }
-    return { records, rejected, warnings };
+    return { records, starts, rejected, warnings };
   }
 
   /** The sidecar when it proves to be built from this very file, else null (the reason logged). */
@@ -269,19 +501,27 @@ export class JsonlStore {
    * Writes a sidecar for `read` (the file as the load saw it) in the background. A cache: no
    * fsync (a torn one fails its digest), and never a folder of its own (a deleted user's stays gone).
    */
-  private refreshSidecar(userId: string, read: { content: Buffer; inode: number }, records: readonly StoredRecord[], vectors: ReadonlyArray<Float32Array | null>): void {
+  private refreshSidecar(userId: string, read: MemoriesRead, records: readonly StoredRecord[], vectors: ReadonlyArray<Float32Array | null>): void {
     const dimensions = vectors[0]?.length ?? 0;
     if (dimensions === 0 || vectors.some((vector) => vector === null || vector.length !== dimensions)) return;
     const previous = this.sidecarWrites.get(userId) ?? Promise.resolve();
     const write = previous.then(async () => {
       const file = path.join(this.userDir(userId), VECTOR_SIDECAR_FILE);
-      const temp = `${file}.tmp-${process.pid}-${++this.tempCounter}`;
+      const temp = this.tempName(file);
       try {
-        await writeFile(temp, encodeSidecar(read.content, read.inode, records.map((record) => record.seq), vectors as Float32Array[], dimensions), { mode: 0o600 });
-        await rename(temp, file);
+        // Under the cache lock, which a rewrite holds from removing the sidecar to renaming its
+        // file in: a sidecar is written only while the file it describes is the user's file, so no
+        // sidecar outlives its file (whose inode a later file may get back: see countRecords).
+        await this.withCacheLock(userId, async () => {
+          const now = await this.stamp(userId);
+          if (!now || !sameFile(now, read.stamp)) return;
+          await writeFile(temp, encodeSidecar(read.content, read.inode, records.map((record) => record.seq), vectors as Float32Array[], dimensions), { mode: 0o600 });
+          await rename(temp, file);
+        });
       } catch (error) {
         await rm(temp, { force: true }).catch(() => undefined);
-        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') this.logger.warn({ file, err: (error as Error).message }, 'vector sidecar not written; the next load decodes the memories file again');
+        const code = (error as NodeJS.ErrnoException).code ?? ((error as { cause?: NodeJS.ErrnoException }).cause)?.code;
+        if (code !== 'ENOENT') this.logger.warn({ file, err: (error as Error).message }, 'vector sidecar not written; the next load decodes the memories file again');
       }
     });
     this.sidecarWrites.set(userId, write);
@@ -345,19 +585,30 @@ export class JsonlStore {
     return { count, sessions: sessions.size };
   }
 
-  /** Appends records and returns only once they are on disk (fsync), so an acknowledged write survives a crash. */
-  async append(userId: string, records: readonly StoredRecord[]): Promise<void> {
-    if (records.length === 0) return;
+  /**
+   * Appends records and returns only once they are on disk (fsync), so an acknowledged write
+   * survives a crash. Returns the file's size before the append and its stamp after it (exact for
+   * a caller holding the user's lock: nobody else writes the file meanwhile).
+   */
+  async append(userId: string, records: readonly StoredRecord[]): Promise<{ sizeBefore: number; stamp: FileStamp } | null> {
+    if (records.length === 0) return null;
     await this.ensureUserDir(userId);
     const file = path.join(this.userDir(userId), MEMORIES_FILE);
     const payload = Buffer.from(records.map((record) => JSON.stringify(record) + '\n').join(''), 'utf8');
     let handle: FileHandle | undefined;
     let sizeBefore = -1;
     try {
-      handle = await open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT, 0o600);
+      handle = await open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT, 0o600).catch(async (error: NodeJS.ErrnoException) => {
+        // Another process deleted the user (its folder) since this one last wrote there.
+        if (error.code !== 'ENOENT') throw error;
+        this.knownUserDirs.delete(this.userDir(userId));
+        await this.ensureUserDir(userId);
+        return open(file, fsConstants.O_WRONLY | fsConstants.O_APPEND | fsConstants.O_CREAT, 0o600);
+      });
       sizeBefore = (await handle.stat()).size;
       await writeFully(handle, payload);
       await handle.datasync();
+      return { sizeBefore, stamp: stampOf(await handle.stat({ bigint: true })) };
     } catch (error) {
       // A failed append (disk full) may have left part of a line behind: cut it off so the
       // file keeps only whole, acknowledged records.
@@ -368,31 +619,43 @@ export class JsonlStore {
     }
   }
 
-  /** Replaces a user's memories: temp file, fsync, rename, fsync the folder; a crash leaves the old or the new file whole. */
-  async rewrite(userId: string, records: readonly StoredRecord[]): Promise<void> {
+  /**
+   * Replaces a user's memories: temp file, fsync, rename, fsync the folder; a crash leaves the old
+   * or the new file whole. The caller holds the user's lock and read the records inside it, so no
+   * append of another process falls between that read and this rename. Returns the new file's stamp.
+   */
+  async rewrite(userId: string, records: readonly StoredRecord[]): Promise<FileStamp> {
     await this.ensureUserDir(userId);
     const dir = this.userDir(userId);
     // The sidecar describes the file being replaced, and a later replacement may get that file's
     // inode back (ext4 reuses them): `countRecords` would then add the old file's count to the new
     // one's lines. It goes first (a crash in between leaves only a missing cache), after any write
-    // of it in flight; the next load builds one for the new file.
+    // of it in flight, and under the cache lock until the rename, so that no process writes one for
+    // the old file meanwhile; the next load builds one for the new file.
     await this.sidecarWrites.get(userId);
-    try {
-      await rm(path.join(dir, VECTOR_SIDECAR_FILE), { force: true });
-    } catch (error) {
-      throw storageError(error);
-    }
-    await this.writeAtomically(path.join(dir, MEMORIES_FILE), (handle) => writeRecords(handle, records));
+    return this.withCacheLock(userId, async () => {
+      try {
+        await rm(path.join(dir, VECTOR_SIDECAR_FILE), { force: true });
+      } catch (error) {
+        throw storageError(error);
+      }
+      const file = path.join(dir, MEMORIES_FILE);
+      await this.writeAtomically(file, (handle) => writeRecords(handle, records));
+      const stamp = await this.stamp(userId);
+      if (!stamp) throw storageError(Object.assign(new Error(`${file} vanished after its rewrite`), { code: 'ENOENT' }));
+      return stamp;
+    });
   }
 
   /**
    * Writes an index cache file through `write(tempPath)`, then renames it into place, so a
    * reader never sees a half-written index.
    */
-  async writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string> {
-    await this.ensureUserDir(userId);
+  async writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string | null> {
+    // A cache never creates a folder: a user deleted by another process stays deleted.
+    if (!(await this.stamp(userId))) return null;
     const file = path.join(this.userDir(userId), name);
-    const temp = `${file}.tmp-${process.pid}`;
+    const temp = this.tempName(file);
     try {
       await write(temp);
       await fsyncPath(temp);
@@ -402,6 +665,7 @@ export class JsonlStore {
       return checksum;
     } catch (error) {
       await rm(temp, { force: true }).catch(() => undefined);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw storageError(error);
     }
   }
@@ -440,15 +704,17 @@ export class JsonlStore {
   /** Removes everything stored for a user, for good. */
   async deleteUser(userId: string): Promise<void> {
     const dir = this.userDir(userId);
-    // A sidecar being written would put a file back into the folder being removed.
+    // A sidecar or index being written (here or in another process) would put a file back into the folder being removed.
     await this.sidecarWrites.get(userId);
-    try {
-      await rm(dir, { recursive: true, force: true });
-      this.knownUserDirs.delete(dir);
-      await fsyncPath(path.join(this.dataDir, USERS_DIR));
-    } catch (error) {
-      throw storageError(error);
-    }
+    await this.withCacheLock(userId, async () => {
+      try {
+        await rm(dir, { recursive: true, force: true });
+        this.knownUserDirs.delete(dir);
+        await fsyncPath(path.join(this.dataDir, USERS_DIR));
+      } catch (error) {
+        throw storageError(error);
+      }
+    });
   }
 
   /** Bytes on disk per file of a user's folder. */
@@ -489,7 +755,7 @@ export class JsonlStore {
   }
 
   private async writeAtomically(file: string, write: (handle: FileHandle) => Promise<void>): Promise<void> {
-    const temp = `${file}.tmp-${process.pid}`;
+    const temp = this.tempName(file);
     let handle: FileHandle | undefined;
     try {
       handle = await open(temp, 'w', 0o600);

@@ -1,10 +1,13 @@
 /** The files of one user's index cache (the JSONL store keeps them beside the memories). */
 export interface IndexCacheFiles {
   cacheFilePath(userId: string, name: string): string;
-  writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string>;
+  /** The written file's SHA-256; null when the user has no memories file any more (deleted meanwhile: nothing written). */
+  writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string | null>;
   writeCacheText(userId: string, name: string, text: string): Promise<void>;
   cacheFileMatches(userId: string, name: string, checksum: string): Promise<boolean>;
   readCacheText(userId: string, name: string): Promise<string | null>;
+  /** Runs `task` alone among every process's cache readers and writers of this user (the graph and its meta are a pair). */
+  withCacheLock<T>(userId: string, task: () => Promise<T>): Promise<T>;
 }
 
 /** The per-user HNSW cache: the graph file and, beside it, what built it and its checksum. */
@@ -27,18 +30,30 @@ export type CachedVectorIndex =
   | { status: 'missing' }
   | { status: 'damaged'; metaFile: string; reason: string };
 
-/** Writes the graph through `write(tempPath)` (temp file, then rename), then its meta with the checksum. */
+/**
+ * Writes the graph through `write(tempPath)` (temp file, then rename), then its meta with the
+ * checksum, under the cache lock: with another process writing the same user's cache, a reader
+ * would otherwise find one writer's graph beside the other's meta. Any process may use what
+ * another wrote: the graph is keyed by seq (never reused), and labels a reader does not hold are
+ * dropped on attach, units it lacks added.
+ */
 export async function writeVectorIndexCache(
   store: IndexCacheFiles,
   userId: string,
   write: (tempPath: string) => Promise<void>,
   meta: Omit<VectorIndexMeta, 'sha256'>,
 ): Promise<void> {
-  const sha256 = await store.writeCacheFile(userId, VECTOR_INDEX_FILE, write);
-  await store.writeCacheText(userId, VECTOR_INDEX_META_FILE, JSON.stringify({ ...meta, sha256 }) + '\n');
+  await store.withCacheLock(userId, async () => {
+    const sha256 = await store.writeCacheFile(userId, VECTOR_INDEX_FILE, write);
+    if (sha256 !== null) await store.writeCacheText(userId, VECTOR_INDEX_META_FILE, JSON.stringify({ ...meta, sha256 }) + '\n');
+  });
 }
 
-/** The cache's meta once the graph file is proven intact; `missing` when there is no meta at all. */
+/**
+ * The cache's meta once the graph file is proven intact; `missing` when there is no meta at all.
+ * The caller holds the cache lock (`withCacheLock`) until it has read the graph, so that the file
+ * checked is the file read.
+ */
 export async function readVectorIndexCache(store: IndexCacheFiles, userId: string): Promise<CachedVectorIndex> {
   const metaFile = store.cacheFilePath(userId, VECTOR_INDEX_META_FILE);
   let meta: Partial<VectorIndexMeta>;

@@ -1,45 +1,6 @@
-import { spawn } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../helper.js';
-
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const cli = path.join(root, 'src/cli/memorypool.ts');
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  json: any;
-}
-
-/** Runs the real command (from source, through tsx) on a data dir, with the test embedder. */
-function run(dataDir: string, args: string[], stdin?: string): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
-      cwd: root,
-      env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    child.stderr.on('data', (chunk) => (stderr += chunk));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      let json: unknown;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        json = undefined;
-      }
-      resolve({ code, stdout, stderr, json });
-    });
-    if (stdin !== undefined) child.stdin.end(stdin);
-    else child.stdin.end();
-  });
-}
+import { runCli as run } from '../support/run-cli.js';
 
 describe('memorypool CLI', () => {
   it('--help lists every command, and each command has its own help', async () => {
