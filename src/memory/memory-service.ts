@@ -7,7 +7,7 @@ import { analyze } from '../retrieval/analyzer.js';
 import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
 import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
-import type { QueryText } from '../retrieval/user-corpus.js';
+import type { CorpusUnit, QueryText } from '../retrieval/user-corpus.js';
 import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
 import { PostgresStore } from '../store/postgres-store.js';
@@ -715,12 +715,12 @@ function notFound(id: string): Error {
   return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
 }
 
-/** The request's filter as the corpus applies it (on seqs), or none. */
-function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((seq: number) => boolean) | undefined {
+/** The request's filter as the corpus applies it (on its units, whose time is parsed already), or none. */
+function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((unit: CorpusUnit) => boolean) | undefined {
   if (!filter || (filter.tag === undefined && filter.metadata === undefined && filter.sinceMs === undefined && filter.untilMs === undefined)) return undefined;
-  return (seq) => {
-    const record = state.bySeq.get(seq);
-    return record !== undefined && matchesFilter(record, filter);
+  return (unit) => {
+    const record = state.bySeq.get(unit.seq);
+    return record !== undefined && matchesFilter(record, filter, unit.timeMs);
   };
 }
 
