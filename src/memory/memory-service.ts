@@ -60,6 +60,8 @@ export interface MemoryServiceOptions {
 
 export interface SearchOverrides {
   weights?: Partial<RetrievalWeights>;
+  /** Each distinct text once (eval measures it on the platform's /search, which does not). */
+  collapseDuplicates?: boolean;
 }
 
 /** A unit as the peers in eval/ get it: the same texts and the same vector the service uses. */
@@ -313,7 +315,7 @@ export class MemoryService {
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: recordFilter(state, request.filter),
-          collapseDuplicates: request.collapseDuplicates === true,
+          collapseDuplicates: request.collapseDuplicates === true || overrides.collapseDuplicates === true,
           explain: request.explain === true,
         },
         weights,
