@@ -77,7 +77,7 @@ describe('evaluate (in-process, hash embedder)', () => {
     }
     const bm25 = results.systems.find((s) => s.name === 'bm25')!;
     expect(bm25.headline!.turn.recall[1]).toBeGreaterThan(0.5);
-    expect(questionScores).toHaveLength(15);
+    expect(questionScores).toHaveLength(16);
     // Every unit has the default importance, so switching the multiplier off changes nothing.
     expect(results.systems.find((s) => s.name === 'no-importance')!.sameAsHybrid).toBe(true);
   }, 60_000);
