@@ -368,8 +368,9 @@ export class MemoryService {
       const current = state?.records.get(input.id);
       if (!current) throw notFound(input.id);
       const text = input.text?.trim();
-      const changesText = text !== undefined && text !== current.text;
-      const [vector] = changesText ? await this.embed([denseText({ ...unitText(current), text })], 'ingest', input.userId) : [];
+      // Any text given is embedded, even one equal to what this replica holds: another writer may
+      // change the text meanwhile, and the stored vector must be the stored text's.
+      const [vector] = text !== undefined ? await this.embed([denseText({ ...unitText(current), text })], 'ingest', input.userId) : [];
       return this.underLock(input.userId, async (locked) => {
         const result = await this.store.update(input.userId, input.id, {
           text,
