@@ -133,7 +133,7 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
 
     for (const spec of specs) {
       if (spec.kind !== 'service') continue;
-      const run = await runSearches(spec.name, benchmark.questions, (question) => target.search(question, TOP_K, spec.overrides), score, progress);
+      const run = await runSearches(spec.name, benchmark.questions, (question) => target.search(question, TOP_K, spec.overrides, spec.collapseDuplicates), score, progress);
       questionScores.push({ system: spec.name, scores: run.scores });
       systems.push({
         name: spec.name,

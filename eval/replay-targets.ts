@@ -22,7 +22,7 @@ export interface SearchAnswer {
 /** Where a replay sends its Adds and Searches: the service in this process, or a server. */
 export interface ReplayTarget {
   add(add: PlannedAdd): Promise<AddResult>;
-  search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<SearchAnswer>;
+  search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>, collapseDuplicates?: boolean): Promise<SearchAnswer>;
 }
 
 /** The service in this process; hits map to turns through their provenance fields. */
@@ -45,9 +45,9 @@ export class ServiceTarget implements ReplayTarget {
     });
   }
 
-  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>): Promise<SearchAnswer> {
+  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>, collapseDuplicates = false): Promise<SearchAnswer> {
     // Searched as the platform's /search door searches, so in-process figures match the HTTP ones.
-    const hits = await this.service.search({ userId: question.userId, query: question.query, limit, profile: 'platform' }, weights ? { weights } : {});
+    const hits = await this.service.search({ userId: question.userId, query: question.query, limit, profile: 'platform' }, { ...(weights ? { weights } : {}), collapseDuplicates });
     return { ranking: hits.map((hit) => this.turnsOf(question.userId, hit.memory)), words: hits.map((hit) => countWords(hit.content)) };
   }
 

@@ -6,7 +6,7 @@ import { DEFAULT_RETRIEVAL_WEIGHTS, profileWeights, type RetrievalWeights } from
  * This table is the one place to change when a fusion term is added or renamed.
  */
 export type SystemSpec =
-  | { name: string; kind: 'service'; description: string; overrides: Partial<RetrievalWeights> }
+  | { name: string; kind: 'service'; description: string; overrides: Partial<RetrievalWeights>; collapseDuplicates?: boolean }
   | { name: 'orama' | 'lancedb'; kind: 'peer'; description: string };
 
 /** Every query-time term beyond the BM25/dense base score, switched off. */
@@ -25,6 +25,13 @@ const FUSION_TERMS_OFF: Partial<RetrievalWeights> = {
 
 export const SYSTEMS: readonly SystemSpec[] = [
   { name: 'hybrid', kind: 'service', description: 'the service as configured', overrides: {} },
+  {
+    name: 'collapsed',
+    kind: 'service',
+    description: 'hybrid with each distinct text once, the best copy (what /mem/search answers; /search does not)',
+    overrides: {},
+    collapseDuplicates: true,
+  },
   { name: 'bm25', kind: 'service', description: 'BM25 only, no fusion terms', overrides: { denseWeight: 0, ...FUSION_TERMS_OFF } },
   {
     name: 'dense',

@@ -95,15 +95,6 @@ program
     await runAction({ action: 'update', id, text: options.text, ...memoryFields(options, true), user_id: options.user });
   });
 
-program
-  .command('history')
-  .description("a memory's versions, oldest first")
-  .argument('<id>', 'memory id')
-  .option('--user <user_id>', 'owner (default "default")')
-  .action(async (id: string, options: { user?: string }) => {
-    await runAction({ action: 'history', id, user_id: options.user });
-  });
-
 interface FilterOptions {
   tag?: string;
   meta?: string[];
@@ -118,50 +109,40 @@ function filterFields(options: FilterOptions): Record<string, unknown> {
   return { tag: options.tag, filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user };
 }
 
-program
-  .command('search')
-  .description('rank memories for a query')
-  .argument('<query>', 'what to look for')
-  .option('--tag <tag>', 'only memories with this tag')
-  .option(...META_FILTER_FLAG, collectMeta)
-  .option(...SINCE_FLAG)
-  .option(...UNTIL_FLAG)
-  .option('--limit <n>', 'how many (default 10)')
-  .option('--user <user_id>', 'owner (default "default")')
-  .action(async (query: string, options: FilterOptions) => {
-    await runAction({ action: 'search', query, ...filterFields(options) });
-  });
+/** The flags search and list share: what to consider, how many, whose. */
+function withFilterFlags(command: Command, defaultLimit: number): Command {
+  return command
+    .option('--tag <tag>', 'only memories with this tag')
+    .option(...META_FILTER_FLAG, collectMeta)
+    .option(...SINCE_FLAG)
+    .option(...UNTIL_FLAG)
+    .option('--limit <n>', `how many (default ${defaultLimit})`)
+    .option('--user <user_id>', 'owner (default "default")');
+}
 
-program
-  .command('list')
-  .description('list memories, newest first')
-  .option('--tag <tag>', 'only memories with this tag')
-  .option(...META_FILTER_FLAG, collectMeta)
-  .option(...SINCE_FLAG)
-  .option(...UNTIL_FLAG)
-  .option('--limit <n>', 'how many (default 20)')
-  .option('--user <user_id>', 'owner (default "default")')
-  .action(async (options: FilterOptions) => {
-    await runAction({ action: 'list', ...filterFields(options) });
-  });
+withFilterFlags(program.command('search').description('rank memories for a query').argument('<query>', 'what to look for'), 10).action(async (query: string, options: FilterOptions) => {
+  await runAction({ action: 'search', query, ...filterFields(options) });
+});
 
-program
-  .command('get')
-  .description('show one memory')
-  .argument('<id>', 'memory id')
-  .option('--user <user_id>', 'owner (default "default")')
-  .action(async (id: string, options: { user?: string }) => {
-    await runAction({ action: 'get', id, user_id: options.user });
-  });
+withFilterFlags(program.command('list').description('list memories, newest first'), 20).action(async (options: FilterOptions) => {
+  await runAction({ action: 'list', ...filterFields(options) });
+});
 
-program
-  .command('delete')
-  .description('delete one memory')
-  .argument('<id>', 'memory id')
-  .option('--user <user_id>', 'owner (default "default")')
-  .action(async (id: string, options: { user?: string }) => {
-    await runAction({ action: 'delete', id, user_id: options.user });
-  });
+// The commands on one memory by its id.
+for (const [action, description] of [
+  ['get', 'show one memory'],
+  ['history', "a memory's versions, oldest first"],
+  ['delete', 'delete one memory, its history with it'],
+] as const) {
+  program
+    .command(action)
+    .description(description)
+    .argument('<id>', 'memory id')
+    .option('--user <user_id>', 'owner (default "default")')
+    .action(async (id: string, options: { user?: string }) => {
+      await runAction({ action, id, user_id: options.user });
+    });
+}
 
 program
   .command('stats')

@@ -75,11 +75,13 @@ export function duplicateKey(text: string): string {
   return text.trim().replace(/\s+/g, ' ').toLowerCase();
 }
 
-/** Whether a record passes every condition of the filter (see `MemoryFilter`). */
-export function matchesFilter(record: MemoryFields, filter: MemoryFilter): boolean {
+/**
+ * Whether a record passes every condition of the filter (see `MemoryFilter`). `timeMs`, the
+ * record's time when the caller has it parsed already (a corpus unit's): a search tests every unit.
+ */
+export function matchesFilter(record: MemoryFields, filter: MemoryFilter, timeMs = Date.parse(record.occurred_at ?? record.created_at)): boolean {
   if (filter.tag !== undefined && !record.tags.includes(filter.tag)) return false;
   if (filter.sinceMs !== undefined || filter.untilMs !== undefined) {
-    const timeMs = Date.parse(record.occurred_at ?? record.created_at);
     if (filter.sinceMs !== undefined && !(timeMs >= filter.sinceMs)) return false;
     if (filter.untilMs !== undefined && !(timeMs <= filter.untilMs)) return false;
   }

@@ -7,7 +7,7 @@ import { analyze } from '../retrieval/analyzer.js';
 import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
 import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
-import type { QueryText } from '../retrieval/user-corpus.js';
+import type { CorpusUnit, QueryText } from '../retrieval/user-corpus.js';
 import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
 import { PostgresStore } from '../store/postgres-store.js';
@@ -60,6 +60,8 @@ export interface MemoryServiceOptions {
 
 export interface SearchOverrides {
   weights?: Partial<RetrievalWeights>;
+  /** Each distinct text once (eval measures it on the platform's /search, which does not). */
+  collapseDuplicates?: boolean;
 }
 
 /** A unit as the peers in eval/ get it: the same texts and the same vector the service uses. */
@@ -313,7 +315,7 @@ export class MemoryService {
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: recordFilter(state, request.filter),
-          collapseDuplicates: request.collapseDuplicates === true,
+          collapseDuplicates: request.collapseDuplicates === true || overrides.collapseDuplicates === true,
           explain: request.explain === true,
         },
         weights,
@@ -366,8 +368,9 @@ export class MemoryService {
       const current = state?.records.get(input.id);
       if (!current) throw notFound(input.id);
       const text = input.text?.trim();
-      const changesText = text !== undefined && text !== current.text;
-      const [vector] = changesText ? await this.embed([denseText({ ...unitText(current), text })], 'ingest', input.userId) : [];
+      // Any text given is embedded, even one equal to what this replica holds: another writer may
+      // change the text meanwhile, and the stored vector must be the stored text's.
+      const [vector] = text !== undefined ? await this.embed([denseText({ ...unitText(current), text })], 'ingest', input.userId) : [];
       return this.underLock(input.userId, async (locked) => {
         const result = await this.store.update(input.userId, input.id, {
           text,
@@ -715,12 +718,12 @@ function notFound(id: string): Error {
   return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
 }
 
-/** The request's filter as the corpus applies it (on seqs), or none. */
-function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((seq: number) => boolean) | undefined {
+/** The request's filter as the corpus applies it (on its units, whose time is parsed already), or none. */
+function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((unit: CorpusUnit) => boolean) | undefined {
   if (!filter || (filter.tag === undefined && filter.metadata === undefined && filter.sinceMs === undefined && filter.untilMs === undefined)) return undefined;
-  return (seq) => {
-    const record = state.bySeq.get(seq);
-    return record !== undefined && matchesFilter(record, filter);
+  return (unit) => {
+    const record = state.bySeq.get(unit.seq);
+    return record !== undefined && matchesFilter(record, filter, unit.timeMs);
   };
 }
 

@@ -64,7 +64,7 @@ const instant = (field: string) =>
       return ms;
     })
     .optional()
-    .meta({ type: 'string', description: `${field === 'since' ? 'From' : 'Up to'} this time, included (ISO 8601 or Unix milliseconds), on the memory's time: occurred_at, else created_at` });
+    .meta({ description: `${field === 'since' ? 'From' : 'Up to'} this time, included (ISO 8601 or Unix milliseconds), on the memory's time: occurred_at, else created_at` });
 
 function parseInstant(value: number | string): number | null {
   if (typeof value === 'number') return Number.isFinite(value) ? value : null;

@@ -71,7 +71,7 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
    * normalisations, the neighbours' shares and the cut all see the matching units only, and a
    * rare filter still fills the limit.
    */
-  filter?: (seq: number) => boolean;
+  filter?: (unit: CorpusUnit) => boolean;
   /** Hold each distinct `textKey` once: the best-scored unit (the newest on ties), with the count of the others. */
   collapseDuplicates?: boolean;
   /** Return each unit's score broken into its terms (costs nothing when off). */
@@ -499,12 +499,18 @@ export class UserCorpus {
     // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
     // With a filter, both lists are taken among the matching units (the graph searches with it),
     // so the pools are as full as without one.
-    const passes = query.filter ?? (() => true);
+    const { filter } = query;
+    const passes = filter
+      ? (seq: number) => {
+          const link = this.links.get(seq);
+          return link !== undefined && filter(link.unit);
+        }
+      : () => true;
     const chosen = new Set<number>([...this.unindexed].filter(passes));
     [query.main, ...query.options].forEach((text, t) => {
       const lexical = [...this.lexical.score(text.terms)].filter(([seq]) => passes(seq)).sort((a, b) => b[1] - a[1]);
       for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);
-      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, query.filter)) chosen.add(hit.label);
+      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, filter ? passes : undefined)) chosen.add(hit.label);
     });
     const withNeighbourSeqs = new Set(chosen);
     for (const seq of chosen) {
@@ -598,10 +604,10 @@ function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
 }
 
 /** The slots of the units passing a filter, in slot order. */
-function matchingSlots(layout: SlotLayout, filter: (seq: number) => boolean): Int32Array {
+function matchingSlots(layout: SlotLayout, filter: (unit: CorpusUnit) => boolean): Int32Array {
   const slots = new Int32Array(layout.units.length);
   let count = 0;
-  for (let slot = 0; slot < layout.units.length; slot++) if (filter(layout.units[slot].seq)) slots[count++] = slot;
+  for (let slot = 0; slot < layout.units.length; slot++) if (filter(layout.units[slot])) slots[count++] = slot;
   return slots.subarray(0, count);
 }
 

@@ -33,8 +33,7 @@ describe('moving a pool from the JSONL store to PostgreSQL', () => {
     const file = path.join(await tempDir(), 'pool.jsonl');
     const jsonl = ['--data-dir', dataDir];
     expect((await run([...jsonl, 'add', 'The wifi password is hunter2', '--user', 'ana', '--tags', 'home'])).code).toBe(0);
-    const ben = await run([...jsonl, 'add', 'Ben parks on level two', '--user', 'ben', '--meta', 'floor=2']);
-    expect((await run([...jsonl, 'update', ben.json.id, '--text', 'Ben parks on level three', '--meta', 'floor=3', '--user', 'ben'])).code).toBe(0);
+    expect((await run([...jsonl, 'add', 'Ben parks on level three', '--user', 'ben'])).code).toBe(0);
     const exported = await run([...jsonl, 'export', '--out', file]);
     expect(exported.json).toMatchObject({ exported: 2, users: 2 });
     expect((await readFile(file, 'utf8')).trim().split('\n')).toHaveLength(2);
@@ -46,15 +45,24 @@ describe('moving a pool from the JSONL store to PostgreSQL', () => {
 
     const searched = await run(['--database-url', databaseUrl, 'search', 'wifi password', '--user', 'ana']);
     expect(searched.json[0]).toMatchObject({ text: 'The wifi password is hunter2', tags: ['home'] });
-    // Versions travel with their memory: the history, the version and the metadata.
+    // The environment variable selects the store as well.
+    const stats = await run(['stats'], { MEMORYPOOL_DATABASE_URL: databaseUrl, MEMORYPOOL_DATA_DIR: await tempDir() });
+    expect(stats.json).toMatchObject({ count: 2, users: 2 });
+  });
+
+  it('carries versions: an updated memory arrives with its version, metadata and history', async () => {
+    const dataDir = await tempDir();
+    const databaseUrl = await freshDatabase();
+    const file = path.join(await tempDir(), 'pool.jsonl');
+    const ben = await run(['--data-dir', dataDir, 'add', 'Ben parks on level two', '--user', 'ben', '--meta', 'floor=2']);
+    expect((await run(['--data-dir', dataDir, 'update', ben.json.id, '--text', 'Ben parks on level three', '--meta', 'floor=3', '--user', 'ben'])).code).toBe(0);
+    expect((await run(['--data-dir', dataDir, 'export', '--out', file])).json).toMatchObject({ exported: 1 });
+    expect((await run(['import', file, '--database-url', databaseUrl])).json).toEqual({ imported: 1, skipped: 0, reembedded: 0 });
     const history = await run(['--database-url', databaseUrl, 'history', ben.json.id, '--user', 'ben']);
     expect(history.json.versions.map((version: { version: number; text: string; metadata: object }) => [version.version, version.text, version.metadata])).toEqual([
       [1, 'Ben parks on level two', { floor: 2 }],
       [2, 'Ben parks on level three', { floor: 3 }],
     ]);
-    // The environment variable selects the store as well.
-    const stats = await run(['stats'], { MEMORYPOOL_DATABASE_URL: databaseUrl, MEMORYPOOL_DATA_DIR: await tempDir() });
-    expect(stats.json).toMatchObject({ count: 2, users: 2 });
   });
 });
 

@@ -27,6 +27,7 @@ function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): Corpu
     hasTimeExpression: false,
     eventPeriod: null,
     isQuestion: false,
+    textKey: text.trim().replace(/\s+/g, ' ').toLowerCase(),
     ...extra,
   };
 }
@@ -87,7 +88,27 @@ describe('UserCorpus', () => {
     const weights = resolveWeights({ ...lexicalOnly, speakerBoost: 0.3, tagBoost: 0.2 });
     expect(corpus.search(query('hiking', { speaker: 'caroline' }), weights, 2)[0].seq).toBe(0);
     expect(corpus.search(query('hiking', { wantedTags: new Set(['outdoors']) }), weights, 2)[0].seq).toBe(1);
-    expect(corpus.search(query('hiking', { filter: (seq) => seq === 0 }), weights, 2).map((r) => r.seq)).toEqual([0]);
+    expect(corpus.search(query('hiking', { filter: (candidate) => candidate.seq === 0 }), weights, 2).map((r) => r.seq)).toEqual([0]);
+  });
+
+  it('ranks a filtered search among the matching units only: their scores are normalised among themselves, and the limit fills', () => {
+    const corpus = corpusWithIndex();
+    corpus.add([unit(0, 'red red red apples'), unit(1, 'red apples'), unit(2, 'green apples'), unit(3, 'green pears')]);
+    const greenOnly = (candidate: CorpusUnit) => candidate.seq >= 2;
+    const filtered = corpus.search(query('red apples', { filter: greenOnly }), lexicalOnly, 2);
+    expect(filtered.map((r) => r.seq)).toEqual([2, 3]);
+    // Among the green ones alone, "green apples" is the best match: normalised to 1, not to its share of the red ones' BM25.
+    expect(filtered[0].score).toBe(1);
+  });
+
+  it('collapses units of one text when asked: the best copy (the newest on ties), counting the others', () => {
+    const corpus = corpusWithIndex();
+    corpus.add([unit(0, 'I moved to Berlin'), unit(1, 'i  moved to BERLIN'), unit(2, 'Berlin is big'), unit(3, 'I moved to Berlin')]);
+    const collapsed = corpus.search(query('moved Berlin', { collapseDuplicates: true }), lexicalOnly, 5);
+    expect(collapsed.map((r) => [r.seq, r.duplicates])).toEqual([[3, 2], [2, undefined]]);
+    expect(corpus.search(query('moved Berlin'), lexicalOnly, 5)).toHaveLength(4);
+    // Filtered, only the matching copies count.
+    expect(corpus.search(query('moved Berlin', { collapseDuplicates: true, filter: (candidate) => candidate.seq !== 3 }), lexicalOnly, 5).map((r) => [r.seq, r.duplicates])).toEqual([[1, 1], [2, undefined]]);
   });
 
   it('explains each score with terms that replay to it, and ranks the same with or without explaining', () => {
