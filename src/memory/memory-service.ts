@@ -131,7 +131,7 @@ export class MemoryService {
       lifecycle: this.lifecycle,
       modelId: this.embedder.modelId,
       dimensions: this.embedder.dimensions,
-      reembed: (units) => this.embed(units.map(({ record }) => denseText(unitText(record)))),
+      reembed: (records) => this.embed(records.map((record) => denseText(unitText(record))), 'ingest', records[0]?.user_id),
       budgetBytes: options.cacheBytes,
       logger: this.logger,
     });
@@ -379,8 +379,10 @@ export class MemoryService {
     );
   }
 
-  /** Every unit of a user with the texts and vector the service searches (for eval's peers, export). */
+  /** Every unit of a user with the texts and vector the service searches (for eval's peers, export); waits for a re-embedding under way. */
   async exportUnits(userId: string): Promise<ExportedUnit[]> {
+    if (!(await this.existingUser(userId))) return [];
+    await this.cache.reembeddingSettled();
     const state = await this.existingUser(userId);
     if (!state) return [];
     return inStoredOrder(state).map((record) => {
@@ -396,7 +398,11 @@ export class MemoryService {
   async exportRecords(userId: string): Promise<PortableRecord[]> {
     const state = await this.existingUser(userId);
     if (!state) return [];
-    return inStoredOrder(state).map((record) => ({ ...publicMemory(record), vec: encodeVector(state.corpus.vectorOf(record.seq)!), model: record.model }));
+    return inStoredOrder(state).map((record) => {
+      // A unit waiting to be re-embedded goes without a vector: the importing pool embeds it.
+      const vector = state.corpus.vectorOf(record.seq);
+      return vector ? { ...publicMemory(record), vec: encodeVector(vector), model: record.model } : publicMemory(record);
+    });
   }
 
   /**
@@ -512,6 +518,7 @@ export class MemoryService {
     this.wakeWarmUp?.();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;
+    await this.cache.stopReembedding();
     await this.cache.evictionsSettled();
     // The acknowledged writes' HNSW inserts finish first, so the saved indexes are complete.
     await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
@@ -533,6 +540,11 @@ export class MemoryService {
   async indexesReady(): Promise<void> {
     await this.background;
     await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
+  }
+
+  /** Resolves once every user loaded so far has all its memories embedded by the current model (see BackgroundReembedding). */
+  reembeddingSettled(): Promise<void> {
+    return this.cache.reembeddingSettled();
   }
 
   /** Writes every pending index cache now (otherwise done a moment after the last write), once the inserts in the background are done. */
