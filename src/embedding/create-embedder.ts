@@ -23,19 +23,19 @@ export function createEmbedder(config: EmbedderConfig): Embedder {
       return new QueryVectorCache(
         new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey })),
       );
-    case 'onnx':
-      return new QueryVectorCache(
-        new BatchingEmbedder(
-          new WorkerEmbedder({
-            modelDir: config.modelDir,
-            precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION,
-            intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS,
-            pooling: config.pooling,
-            queryPrefix: config.queryPrefix,
-            documentPrefix: config.documentPrefix,
-          }),
-        ),
-      );
+    case 'onnx': {
+      const encoder = new WorkerEmbedder({
+        modelDir: config.modelDir,
+        precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION,
+        intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS,
+        pooling: config.pooling,
+        queryPrefix: config.queryPrefix,
+        documentPrefix: config.documentPrefix,
+      });
+      // A brought model may read up to 512 tokens a text: runs are sized by what it reads, so a
+      // query still waits behind about 2k tokens of ingest work, not four times that.
+      return new QueryVectorCache(new BatchingEmbedder(encoder, { tokensPerTextMax: encoder.maxTokens }));
+    }
   }
 }
 

@@ -7,6 +7,7 @@ import { createError } from '../errors.js';
 import type { EmbedOptions, Embedder } from './embedder.js';
 import { createLocalEncoder, type LocalEncoderOptions } from './local-encoder.js';
 import { encoderPrefix } from './onnx-embedder.js';
+import { SentenceTransformerEmbedder } from './sentence-transformer-embedder.js';
 
 interface Pending {
   count: number;
@@ -22,6 +23,8 @@ interface Pending {
 export class WorkerEmbedder implements Embedder {
   readonly modelId: string;
   readonly dimensions: number;
+  /** Tokens the encoder reads at most per text, when it is not USE-lite's 128 (a brought model's max_seq_length). */
+  readonly maxTokens: number | undefined;
   private readonly options: LocalEncoderOptions;
   private worker: Worker | null = null;
   private loaded: Promise<void> | null = null;
@@ -37,6 +40,7 @@ export class WorkerEmbedder implements Embedder {
     const identity = createLocalEncoder(options);
     this.modelId = identity.modelId;
     this.dimensions = identity.dimensions;
+    this.maxTokens = identity instanceof SentenceTransformerEmbedder ? identity.layout.maxTokens : undefined;
   }
 
   ready(): Promise<void> {

@@ -116,6 +116,9 @@ describe('SentenceTransformerEmbedder (a tiny BERT built by the test)', () => {
     const worker = new WorkerEmbedder({ modelDir: dir, queryPrefix: 'query: ' });
     try {
       expect(worker.modelId).toBe(embedder.modelId);
+      // What batching sizes runs by: the folder's max_seq_length (USE-lite's 128 otherwise).
+      expect(worker.maxTokens).toBe(8);
+      expect(new WorkerEmbedder({}).maxTokens).toBeUndefined();
       const [query] = await worker.embed(['the dog'], { priority: 'query' });
       const [stored] = await worker.embed(['the dog']);
       expectClose(query!, expected(weights, ['query', ':', 'the', 'dog'], 'mean'));
