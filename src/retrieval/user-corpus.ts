@@ -81,6 +81,7 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
  */
 export interface PreparedSearch {
   readonly query: CorpusQuery<QueryText>;
+  /** The weights asked for (`rank` takes the dense half out while units wait for vectors). */
   readonly weights: RetrievalWeights;
   readonly layout: SlotLayout;
   /** Null when the candidates come from the HNSW index, which needs the vectors. */
@@ -313,8 +314,8 @@ export class UserCorpus {
   prepare(query: CorpusQuery<QueryText>, requested: RetrievalWeights): PreparedSearch {
     const weights = this.usableWeights(requested);
     const layout = this.currentLayout();
-    if (!this.scoredExhaustively(weights)) return { query, weights, layout, scored: null };
-    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, everySlot(layout)) };
+    if (!this.scoredExhaustively(weights)) return { query, weights: requested, layout, scored: null };
+    return { query, weights: requested, layout, scored: this.vectorFreeScores(query, weights, layout, everySlot(layout)) };
   }
 
   /** Ranks a prepared search given the vectors of its texts (the main one, then the options). */
@@ -323,7 +324,8 @@ export class UserCorpus {
     const { query } = prepared;
     const weights = this.usableWeights(prepared.weights);
     const layout = this.currentLayout();
-    let scored = prepared.layout === layout && prepared.weights === weights ? prepared.scored : null;
+    // Vectors that came in since `prepare` changed the layout, and perhaps the usable weights.
+    let scored = prepared.layout === layout ? prepared.scored : null;
     if (scored === null) {
       const candidates = this.candidateSlots(query, vectors, weights, layout);
       scored = this.vectorFreeScores(query, weights, layout, candidates);
