@@ -84,8 +84,7 @@ export class OnnxEmbedder implements Embedder {
   private readonly batchSize: number;
   private readonly batchTokens: number;
   private readonly intraOpThreads: number | undefined;
-  private loading: Promise<Loaded> | null = null;
-  private closed = false;
+  private readonly model: LazyModel<Loaded>;
 
   constructor(options: OnnxEmbedderOptions = {}) {
     this.modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models', MODEL_NAME));
@@ -97,19 +96,44 @@ export class OnnxEmbedder implements Embedder {
     this.batchSize = positiveInt('batchSize', options.batchSize ?? DEFAULT_BATCH_SIZE);
     this.batchTokens = positiveInt('batchTokens', options.batchTokens ?? DEFAULT_BATCH_TOKENS);
     this.intraOpThreads = options.intraOpThreads === undefined ? undefined : positiveInt('intraOpThreads', options.intraOpThreads);
+    this.model = new LazyModel(() => loadModel(this.modelDir, this.precision, this.intraOpThreads));
   }
 
   ready(): Promise<void> {
-    return this.load().then(() => undefined);
+    return this.model.get().then(() => undefined);
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
     assertEncodable(texts, 'OnnxEmbedder');
-    const loaded = await this.load();
+    const loaded = await this.model.get();
     const { tokenizer, maxTokens } = loaded;
     if (texts.length === 0) return [];
     const ids = texts.map((t) => encodeIds(tokenizer, t, maxTokens));
-    return encodeInPasses(ids, { batchSize: this.batchSize, batchTokens: this.batchTokens, closed: () => this.closed }, (batch) => runBatch(loaded, batch));
+    return encodeInPasses(ids, { batchSize: this.batchSize, batchTokens: this.batchTokens, closed: () => this.model.closed }, (batch) => runBatch(loaded, batch));
+  }
+
+  close(): Promise<void> {
+    return this.model.close();
+  }
+}
+
+/** A model loaded on first use, once; a failed load is not kept (the files may be built or fixed later). */
+export class LazyModel<T> {
+  private loading: Promise<T> | null = null;
+  closed = false;
+
+  constructor(private readonly loadModel: () => Promise<T>) {}
+
+  get(): Promise<T> {
+    if (this.closed) return Promise.reject(createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed'));
+    if (!this.loading) {
+      const loading = this.loadModel();
+      this.loading = loading;
+      loading.catch(() => {
+        if (this.loading === loading) this.loading = null;
+      });
+    }
+    return this.loading;
   }
 
   async close(): Promise<void> {
@@ -118,19 +142,6 @@ export class OnnxEmbedder implements Embedder {
     this.loading = null;
     // onnxruntime-node 1.14 has no release(): the native session goes with its last reference.
     await loading?.catch(() => undefined);
-  }
-
-  private load(): Promise<Loaded> {
-    if (this.closed) return Promise.reject(createError('EMBEDDER_UNAVAILABLE', 'OnnxEmbedder was closed'));
-    if (!this.loading) {
-      const loading = loadModel(this.modelDir, this.precision, this.intraOpThreads);
-      this.loading = loading;
-      // A failed load is not cached: the files may be built later (npm run build:model).
-      loading.catch(() => {
-        if (this.loading === loading) this.loading = null;
-      });
-    }
-    return this.loading;
   }
 }
 
@@ -249,9 +260,11 @@ async function loadModel(modelDir: string, precision: ModelPrecision, intraOpThr
   return { session, Tensor: ort.Tensor, tokenizer: new UseLiteTokenizer(vocab), maxTokens: config.max_position_embeddings ?? 128 };
 }
 
-async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise<Float32Array[]> {
+/** A pass's rows as int64 [rows, longest] ids (padded with `padId` on the right) and their attention mask. */
+export function paddedInputs(batch: readonly number[][], padId: number): { inputIds: BigInt64Array; mask: BigInt64Array; seq: number } {
   const seq = Math.max(...batch.map((ids) => ids.length));
-  const inputIds = new BigInt64Array(batch.length * seq); // pads with id 0, masked out below
+  const inputIds = new BigInt64Array(batch.length * seq);
+  if (padId !== 0) inputIds.fill(BigInt(padId));
   const mask = new BigInt64Array(batch.length * seq);
   batch.forEach((ids, row) => {
     ids.forEach((id, col) => {
@@ -259,6 +272,11 @@ async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise
       mask[row * seq + col] = 1n;
     });
   });
+  return { inputIds, mask, seq };
+}
+
+async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise<Float32Array[]> {
+  const { inputIds, mask, seq } = paddedInputs(batch, 0); // padding is masked out
   const dims = [batch.length, seq];
   const output = await session.run(
     { input_ids: new Tensor('int64', inputIds, dims), attention_mask: new Tensor('int64', mask, dims) },

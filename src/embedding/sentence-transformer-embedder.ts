@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import { createError } from '../errors.js';
 import type { EmbedOptions, Embedder } from './embedder.js';
-import { assertEncodable, encodeInPasses, normalise, onnxRuntime, openSession, positiveInt } from './onnx-embedder.js';
+import { assertEncodable, encodeInPasses, LazyModel, normalise, onnxRuntime, openSession, paddedInputs, positiveInt } from './onnx-embedder.js';
 
 /**
  * An encoder the user brings: a sentence-transformers model exported to ONNX in the layout
@@ -137,8 +137,7 @@ export class SentenceTransformerEmbedder implements Embedder {
   private readonly batchSize: number;
   private readonly batchTokens: number;
   private readonly intraOpThreads: number | undefined;
-  private loading: Promise<Loaded> | null = null;
-  private closed = false;
+  private readonly model = new LazyModel(() => this.loadModel());
 
   constructor(options: SentenceTransformerOptions) {
     this.layout = readLayout(options);
@@ -152,36 +151,21 @@ export class SentenceTransformerEmbedder implements Embedder {
   }
 
   ready(): Promise<void> {
-    return this.load().then(() => undefined);
+    return this.model.get().then(() => undefined);
   }
 
   /** `priority: 'query'` marks search queries, which get the query prefix; everything else is a stored text. */
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     assertEncodable(texts, 'SentenceTransformerEmbedder');
-    const loaded = await this.load();
+    const loaded = await this.model.get();
     if (texts.length === 0) return [];
     const prefix = options.priority === 'query' ? this.queryPrefix : this.documentPrefix;
     const ids = texts.map((text) => truncated(loaded.tokenizer, loaded.tokenizer.encode(prefix + text), this.layout.maxTokens));
-    return encodeInPasses(ids, { batchSize: this.batchSize, batchTokens: this.batchTokens, closed: () => this.closed }, (batch) => this.run(loaded, batch));
+    return encodeInPasses(ids, { batchSize: this.batchSize, batchTokens: this.batchTokens, closed: () => this.model.closed }, (batch) => this.run(loaded, batch));
   }
 
-  async close(): Promise<void> {
-    this.closed = true;
-    const loading = this.loading;
-    this.loading = null;
-    await loading?.catch(() => undefined);
-  }
-
-  private load(): Promise<Loaded> {
-    if (this.closed) return Promise.reject(createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed'));
-    if (!this.loading) {
-      const loading = this.loadModel();
-      this.loading = loading;
-      loading.catch(() => {
-        if (this.loading === loading) this.loading = null;
-      });
-    }
-    return this.loading;
+  close(): Promise<void> {
+    return this.model.close();
   }
 
   private async loadModel(): Promise<Loaded> {
@@ -215,15 +199,7 @@ export class SentenceTransformerEmbedder implements Embedder {
   }
 
   private async run({ session, Tensor, tokenizer, output, pooled, tokenTypes }: Loaded, batch: number[][]): Promise<Float32Array[]> {
-    const seq = Math.max(...batch.map((ids) => ids.length));
-    const inputIds = new BigInt64Array(batch.length * seq).fill(BigInt(tokenizer.pad_token_id ?? 0));
-    const mask = new BigInt64Array(batch.length * seq);
-    batch.forEach((ids, row) => {
-      ids.forEach((id, col) => {
-        inputIds[row * seq + col] = BigInt(id);
-        mask[row * seq + col] = 1n;
-      });
-    });
+    const { inputIds, mask, seq } = paddedInputs(batch, tokenizer.pad_token_id ?? 0);
     const dims = [batch.length, seq];
     const feeds: Record<string, InstanceType<typeof Tensor>> = { input_ids: new Tensor('int64', inputIds, dims), attention_mask: new Tensor('int64', mask, dims) };
     // One segment: every token type is 0.

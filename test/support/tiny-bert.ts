@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { mulberry32 } from '../../bench/workload.js';
 import { FLOAT, GraphBuilder, INT64 } from '../../scripts/model/onnx-builder.js';
 
 /**
@@ -35,21 +36,10 @@ export interface TinyBertWeights {
   w: Float32Array; // [hidden, hidden]
 }
 
-/** A fixed pseudo-random sequence (mulberry32), so every build of the model is the same. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 - 0.5;
-  };
-}
-
+/** Seeded, so every build of the model is the same. */
 export function tinyBertWeights(seed = 7): TinyBertWeights {
-  const next = random(seed);
-  const fill = (n: number) => Float32Array.from({ length: n }, () => next());
+  const next = mulberry32(seed);
+  const fill = (n: number) => Float32Array.from({ length: n }, () => next() - 0.5);
   return { word: fill(VOCAB.length * HIDDEN), type: fill(2 * HIDDEN), w: fill(HIDDEN * HIDDEN) };
 }
 
