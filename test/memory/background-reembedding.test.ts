@@ -7,6 +7,7 @@ import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { SentenceTransformerEmbedder } from '../../src/embedding/sentence-transformer-embedder.js';
 import type { MemoryService } from '../../src/memory/memory-service.js';
 import { openService, tempDir } from '../helper.js';
+import { freshDatabase } from '../support/postgres.js';
 import { HIDDEN, writeTinyBert } from '../support/tiny-bert.js';
 
 /**
@@ -45,8 +46,11 @@ class GatedEmbedder implements Embedder {
 
 const TURNS = ['my sister went to paris in may', 'the dog likes the park', 'we had pizza for dinner', 'i play the guitar at night', 'my brother has a new bike'];
 
-async function storeWithHashModel(dataDir: string): Promise<void> {
-  const first = await openService({ dataDir, embedder: new HashEmbedder({ dimensions: 32 }) });
+/** Where the pool lives: a data directory, or a PostgreSQL database. */
+type Pool = { dataDir: string } | { databaseUrl: string };
+
+async function storeWithHashModel(pool: Pool): Promise<void> {
+  const first = await openService({ ...pool, embedder: new HashEmbedder({ dimensions: 32 }) });
   await first.addConversation({ requestId: 'r1', userId: 'u', sessionId: 's1', messages: TURNS.map((content) => ({ role: 'user', content })) });
   await first.close();
 }
@@ -69,16 +73,16 @@ describe('BackgroundReembedding (hash model → a tiny BERT)', () => {
     await rm(modelDir, { recursive: true, force: true });
   });
 
-  async function openWithBert(dataDir: string, gated: boolean): Promise<{ service: MemoryService; embedder: GatedEmbedder }> {
+  async function openWithBert(pool: Pool, gated: boolean): Promise<{ service: MemoryService; embedder: GatedEmbedder }> {
     const embedder = new GatedEmbedder(new SentenceTransformerEmbedder({ modelDir }), gated);
-    const service = await openService({ dataDir, embedder });
+    const service = await openService({ ...pool, embedder });
     return { service, embedder };
   }
 
   it('serves at once by BM25 and the cues alone, then with the new vectors once every unit has one', async () => {
-    const dataDir = await tempDir();
-    await storeWithHashModel(dataDir);
-    const { service, embedder } = await openWithBert(dataDir, true);
+    const pool = { dataDir: await tempDir() };
+    await storeWithHashModel(pool);
+    const { service, embedder } = await openWithBert(pool, true);
 
     // Re-embedding waits on the gate: the user is served meanwhile, its old 32-dim vectors unused.
     const during = await service.search({ userId: 'u', query: 'the dog park', limit: 5, explain: true });
@@ -103,8 +107,8 @@ describe('BackgroundReembedding (hash model → a tiny BERT)', () => {
 
   it('writes the new vectors and model id to the store, so the next start re-embeds nothing', async () => {
     const dataDir = await tempDir();
-    await storeWithHashModel(dataDir);
-    const { service } = await openWithBert(dataDir, false);
+    await storeWithHashModel({ dataDir });
+    const { service } = await openWithBert({ dataDir }, false);
     await service.search({ userId: 'u', query: 'dog', limit: 1 });
     await service.reembeddingSettled();
     await service.close();
@@ -113,17 +117,31 @@ describe('BackgroundReembedding (hash model → a tiny BERT)', () => {
     const lines = (await readFile(path.join(userDir, 'memories.jsonl'), 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { model?: string; vec?: string });
     expect(lines.every((line) => line.model === bert.modelId && Buffer.from(line.vec!, 'base64').length === HIDDEN * 4)).toBe(true);
 
-    const { service: again, embedder } = await openWithBert(dataDir, false);
+    const { service: again, embedder } = await openWithBert({ dataDir }, false);
     const [hit] = await again.search({ userId: 'u', query: 'pizza dinner', limit: 1, explain: true });
     expect(hit!.memory.text).toBe('we had pizza for dinner');
     expect(denseTerm(hit!)).toBeGreaterThan(0);
     expect(embedder.ingestTexts).toBe(0);
   });
 
+  it('on PostgreSQL too: the new vectors are stored, and another replica started after re-embeds nothing', async () => {
+    const pool = { databaseUrl: await freshDatabase() };
+    await storeWithHashModel(pool);
+    const { service } = await openWithBert(pool, false);
+    await service.search({ userId: 'u', query: 'dog', limit: 1 });
+    await service.reembeddingSettled();
+    const { service: replica, embedder } = await openWithBert(pool, false);
+    const [hit] = await replica.search({ userId: 'u', query: 'pizza dinner', limit: 1, explain: true });
+    expect(hit!.memory.text).toBe('we had pizza for dinner');
+    expect(denseTerm(hit!)).toBeGreaterThan(0);
+    expect(embedder.ingestTexts).toBe(0);
+    expect((await replica.exportUnits('u')).every((unit) => unit.vector.length === HIDDEN)).toBe(true);
+  });
+
   it('takes writes and deletes while re-embedding, and embeds what is left', async () => {
-    const dataDir = await tempDir();
-    await storeWithHashModel(dataDir);
-    const { service, embedder } = await openWithBert(dataDir, true);
+    const pool = { dataDir: await tempDir() };
+    await storeWithHashModel(pool);
+    const { service, embedder } = await openWithBert(pool, true);
     const [gone] = await service.search({ userId: 'u', query: 'guitar', limit: 1 });
     await service.delete('u', gone!.memory.id);
     // An Add encodes through the same gate; it is stored with the new model's vector.
