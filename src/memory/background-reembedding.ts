@@ -42,7 +42,7 @@ export class BackgroundReembedding {
 
   /** Queues a user whose corpus has units waiting for a vector. */
   schedule(state: UserState): void {
-    if (this.stopped || state.corpus.unembeddedSeqs.length === 0) return;
+    if (this.stopped || state.corpus.unembeddedCount === 0) return;
     this.queue.add(state);
     this.running ??= this.drain().finally(() => (this.running = null));
   }
@@ -63,11 +63,11 @@ export class BackgroundReembedding {
     for (const state of this.queue) {
       this.queue.delete(state);
       const started = performance.now();
-      const total = state.corpus.unembeddedSeqs.length;
+      const total = state.corpus.unembeddedCount;
       this.options.logger.info({ user_id: state.userId, records: total, model: this.options.modelId }, 'embedding model changed: re-embedding stored memories in the background');
       try {
         while (!this.stopped && !state.retired && (await this.chunk(state)));
-        if (!state.retired && state.corpus.unembeddedSeqs.length === 0) {
+        if (!state.retired && state.corpus.unembeddedCount === 0) {
           this.options.logger.info({ user_id: state.userId, records: total, ms: Math.round(performance.now() - started) }, 're-embedding done');
         }
       } catch (error) {

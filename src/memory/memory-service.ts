@@ -73,7 +73,8 @@ export type PortableRecord = Memory & { vec?: string; model?: string };
 export interface PoolStats {
   count: number;
   users: number;
-  embedder: { model: string; dimensions: number };
+  /** `reembedding`: memories held here still waiting for a vector of this model (see BackgroundReembedding). */
+  embedder: { model: string; dimensions: number; reembedding: number };
   /** This replica's in-memory users: how many, their estimated size and the budget (null: none). */
   cache: { users: number; estimated_bytes: number; budget_bytes: number | null };
   per_user: Array<{
@@ -505,7 +506,11 @@ export class MemoryService {
     return {
       count,
       users: perUser.length,
-      embedder: { model: this.embedder.modelId, dimensions: this.embedder.dimensions },
+      embedder: {
+        model: this.embedder.modelId,
+        dimensions: this.embedder.dimensions,
+        reembedding: this.cache.loaded.reduce((sum, state) => sum + state.corpus.unembeddedCount, 0),
+      },
       cache: this.cacheStats(),
       per_user: perUser,
     };

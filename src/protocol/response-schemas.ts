@@ -39,7 +39,11 @@ export const poolStatsSchema = z
   .object({
     count: z.number().int(),
     users: z.number().int(),
-    embedder: z.object({ model: z.string(), dimensions: z.number().int() }),
+    embedder: z.object({
+      model: z.string(),
+      dimensions: z.number().int(),
+      reembedding: z.number().int().describe('memories held here still waiting for a vector of this model after a model change (their users are ranked without the dense half meanwhile)'),
+    }),
     per_user: z.array(
       z.object({
         user_id: z.string(),

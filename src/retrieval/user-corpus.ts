@@ -180,6 +180,11 @@ export class UserCorpus {
     this.vectorIndex = index;
   }
 
+  /** How many units wait for a vector of the current model. */
+  get unembeddedCount(): number {
+    return this.unembedded.size;
+  }
+
   /** Units waiting for a vector of the current model, in no particular order. */
   get unembeddedSeqs(): number[] {
     return [...this.unembedded];

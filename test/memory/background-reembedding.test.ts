@@ -89,10 +89,12 @@ describe('BackgroundReembedding (hash model → a tiny BERT)', () => {
     expect(during[0]!.memory.text).toBe('the dog likes the park');
     expect(during.every((hit) => denseTerm(hit) === 0)).toBe(true);
     expect(embedder.ingestTexts).toBe(0);
+    expect((await service.stats()).embedder.reembedding).toBe(TURNS.length);
 
     embedder.release();
     await service.reembeddingSettled();
     expect(embedder.ingestTexts).toBe(TURNS.length);
+    expect((await service.stats()).embedder.reembedding).toBe(0);
     const after = await service.search({ userId: 'u', query: 'the dog park', limit: 5, explain: true });
     expect(after.some((hit) => denseTerm(hit) > 0)).toBe(true);
 
