@@ -6,6 +6,8 @@ import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { SentenceTransformerEmbedder } from '../../src/embedding/sentence-transformer-embedder.js';
 import type { MemoryService } from '../../src/memory/memory-service.js';
+import { silentLogger } from '../../src/logger.js';
+import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
 import { openService, tempDir } from '../helper.js';
 import { freshDatabase } from '../support/postgres.js';
 import { HIDDEN, writeTinyBert } from '../support/tiny-bert.js';
@@ -124,6 +126,31 @@ describe('BackgroundReembedding (hash model → a tiny BERT)', () => {
     expect(hit!.memory.text).toBe('we had pizza for dinner');
     expect(denseTerm(hit!)).toBeGreaterThan(0);
     expect(embedder.ingestTexts).toBe(0);
+  });
+
+  it('re-embeds only what a stopped run left: units already stored with the new model keep their vectors', async () => {
+    // A store as a run stopped halfway leaves it: three units of the new model, two of the old.
+    const dataDir = await tempDir();
+    const store = new JsonlMemoryStore(dataDir, silentLogger());
+    await store.init();
+    const done = await bert.embed(TURNS.slice(0, 3));
+    const now = new Date().toISOString();
+    await store.append(
+      'u',
+      TURNS.map((text, i) => ({
+        record: { id: `m${i}`, user_id: 'u', text, tags: [], importance: 0.5, source: 'cli', created_at: now, model: i < 3 ? bert.modelId : 'hash-embedder@1/32' },
+        vector: i < 3 ? done[i]! : new Float32Array(32).fill(0.5),
+      })),
+    );
+    await store.close();
+
+    const { service, embedder } = await openWithBert({ dataDir }, false);
+    await service.search({ userId: 'u', query: 'dog', limit: 1 });
+    await service.reembeddingSettled();
+    expect(embedder.ingestTexts).toBe(2);
+    const units = await service.exportUnits('u');
+    const wanted = await bert.embed(units.map((unit) => unit.denseText));
+    units.forEach((unit, i) => expect(Array.from(unit.vector)).toEqual(Array.from(i < 3 ? done[i]! : wanted[i]!)));
   });
 
   it('on PostgreSQL too: the new vectors are stored, and another replica started after re-embeds nothing', async () => {
