@@ -27,9 +27,16 @@ interface CliOptions {
   embedder: 'onnx' | 'hash';
   modelDir?: string;
   precision?: 'fp32' | 'int8';
+  queryPrefix?: string;
+  documentPrefix?: string;
   keepData?: boolean;
   dataDir?: string;
   databaseUrl?: string;
+}
+
+/** The embedder of an in-process run: a brought model (--model-dir) gets its prefixes. */
+function localEmbedder(options: Pick<CliOptions, 'embedder' | 'modelDir' | 'precision' | 'queryPrefix' | 'documentPrefix'>) {
+  return createEmbedder({ embedder: options.embedder, modelDir: options.modelDir, modelPrecision: options.precision, queryPrefix: options.queryPrefix, documentPrefix: options.documentPrefix });
 }
 
 function positiveInt(value: string): number {
@@ -75,7 +82,7 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     url: options.url,
     token: options.token,
     embedderKind: options.embedder,
-    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir, modelPrecision: options.precision }),
+    makeEmbedder: () => localEmbedder(options),
     command: commandLine(process.argv.slice(2)),
     keepData: options.keepData,
     dataDir: options.dataDir,
@@ -117,6 +124,8 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--token <token>', 'bearer token for --url')
     .addOption(new Option('--embedder <kind>', 'embedder for in-process runs (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
     .option('--model-dir <dir>', 'model directory for the onnx embedder (default: the built models/ directory)')
+    .option('--query-prefix <text>', 'put before each question, for a brought model trained with one (e5: "query: ")')
+    .option('--document-prefix <text>', 'put before each stored text (e5: "passage: ")')
     .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default)').choices(['fp32', 'int8']))
     .option('--keep-data', "keep the service's temporary data directory")
     .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
@@ -137,6 +146,8 @@ interface TuneCliOptions {
   embedder: 'onnx' | 'hash';
   modelDir?: string;
   precision?: 'fp32' | 'int8';
+  queryPrefix?: string;
+  documentPrefix?: string;
 }
 
 async function runTune(benchmark: string, options: TuneCliOptions): Promise<void> {
@@ -149,7 +160,7 @@ async function runTune(benchmark: string, options: TuneCliOptions): Promise<void
     // LoCoMo: leave two conversations out (8 dev conversations, 4 folds); LongMemEval: 4 blocks of questions.
     folds: options.folds ?? 4,
     grid: parseGrid(options.grid),
-    makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir, modelPrecision: options.precision }),
+    makeEmbedder: () => localEmbedder(options),
     command: commandLine(process.argv.slice(2)),
   });
   await mkdir(options.out, { recursive: true });
@@ -181,6 +192,8 @@ program
   .option('--grid <axes>', 'weights and their values, e.g. "speakerBoost=0.15,0.25;decayWeight=0,0.05"', DEFAULT_GRID)
   .addOption(new Option('--embedder <kind>', 'embedder (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
   .option('--model-dir <dir>', 'model directory for the onnx embedder')
+  .option('--query-prefix <text>', 'put before each question, for a brought model trained with one (e5: "query: ")')
+  .option('--document-prefix <text>', 'put before each stored text (e5: "passage: ")')
   .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default); use the one the data directory was embedded with').choices(['fp32', 'int8']))
   .action((benchmark: string, options: TuneCliOptions) => runTune(benchmark, options));
 

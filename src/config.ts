@@ -29,8 +29,19 @@ const configSchema = z.object({
   /** A JSON file of tokens scoped to user-id prefixes: [{"token": "...", "user_prefixes": ["team-a/"]}]. */
   tokensFile: z.string().min(1).optional(),
   embedder: z.enum(['onnx', 'hash', 'http']).default('onnx'),
-  /** Folder holding the built model (default: the package's own models/). */
+  /**
+   * Folder of the local encoder (default: the package's own models/use-lite): the built USE-lite,
+   * or a sentence-transformers model exported to ONNX (config.json, tokenizer.json, onnx/model.onnx).
+   */
   modelDir: z.string().min(1).optional(),
+  /** Pooling of a brought model, overriding its 1_Pooling/config.json. */
+  pooling: z.enum(['mean', 'cls', 'max', 'lasttoken']).optional(),
+  /** Text put before each search query for a brought model that wants one (e5: "query: "). */
+  queryPrefix: z.string().optional(),
+  /** Text put before each stored text for a brought model that wants one (e5: "passage: "); changing it re-embeds. */
+  documentPrefix: z.string().optional(),
+  /** Share of the dense score in the fusion; default follows the encoder (retrieval-config.ts). */
+  denseWeight: z.coerce.number().min(0).max(1).optional(),
   /** Which build of the local model the onnx embedder runs: int8 (dynamic quantization) or the float original. */
   modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
   /** onnxruntime intra-op threads of the local encoder. */
@@ -82,6 +93,10 @@ const ENV_NAMES: Record<keyof Config, string> = {
   embedder: 'MEMORYPOOL_EMBEDDER',
   modelDir: 'MEMORYPOOL_MODEL_DIR',
   modelPrecision: 'MEMORYPOOL_MODEL_PRECISION',
+  pooling: 'MEMORYPOOL_POOLING',
+  queryPrefix: 'MEMORYPOOL_QUERY_PREFIX',
+  documentPrefix: 'MEMORYPOOL_DOCUMENT_PREFIX',
+  denseWeight: 'MEMORYPOOL_DENSE_WEIGHT',
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   embedderUrl: 'MEMORYPOOL_EMBEDDER_URL',
   embedderModel: 'MEMORYPOOL_EMBEDDER_MODEL',

@@ -20,6 +20,12 @@ interface GlobalOptions {
   databaseUrl?: string;
   json?: boolean;
   embedder?: 'onnx' | 'hash' | 'http';
+  modelDir?: string;
+  modelPrecision?: 'fp32' | 'int8';
+  pooling?: 'mean' | 'cls' | 'max' | 'lasttoken';
+  queryPrefix?: string;
+  documentPrefix?: string;
+  denseWeight?: string;
 }
 
 const program = new Command()
@@ -29,6 +35,12 @@ const program = new Command()
   .option('--database-url <url>', 'keep memories in PostgreSQL instead (postgres://...; env MEMORYPOOL_DATABASE_URL)')
   .option('--json', 'compact JSON output (one line)')
   .addOption(new Option('--embedder <kind>', 'embedder (env MEMORYPOOL_EMBEDDER)').choices(['onnx', 'hash', 'http']))
+  .option('--model-dir <dir>', 'local encoder folder: the built USE-lite or a sentence-transformers ONNX export (env MEMORYPOOL_MODEL_DIR)')
+  .addOption(new Option('--model-precision <precision>', 'float or quantized model file (env MEMORYPOOL_MODEL_PRECISION)').choices(['fp32', 'int8']))
+  .addOption(new Option('--pooling <mode>', "pooling of a brought model, overriding its 1_Pooling/config.json (env MEMORYPOOL_POOLING)").choices(['mean', 'cls', 'max', 'lasttoken']))
+  .option('--query-prefix <text>', 'put before each search query, e.g. "query: " for e5 (env MEMORYPOOL_QUERY_PREFIX)')
+  .option('--document-prefix <text>', 'put before each stored text, e.g. "passage: " for e5 (env MEMORYPOOL_DOCUMENT_PREFIX)')
+  .option('--dense-weight <w>', 'dense share of the fused score, 0-1 (env MEMORYPOOL_DENSE_WEIGHT; default follows the encoder)')
   .showHelpAfterError();
 
 program
@@ -196,7 +208,17 @@ program
 
 function globalConfig(): Partial<ConfigInput> {
   const options = program.opts<GlobalOptions>();
-  return { dataDir: options.dataDir, databaseUrl: options.databaseUrl, embedder: options.embedder };
+  return {
+    dataDir: options.dataDir,
+    databaseUrl: options.databaseUrl,
+    embedder: options.embedder,
+    modelDir: options.modelDir,
+    modelPrecision: options.modelPrecision,
+    pooling: options.pooling,
+    queryPrefix: options.queryPrefix,
+    documentPrefix: options.documentPrefix,
+    denseWeight: options.denseWeight,
+  };
 }
 
 async function runAction(params: Record<string, unknown>): Promise<void> {

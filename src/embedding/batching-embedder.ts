@@ -185,10 +185,11 @@ export class BatchingEmbedder implements Embedder {
   /** Starts runs while fewer than maxInFlight are out; each finished run starts the next. */
   private drain(): void {
     while (this.inFlight < this.maxInFlight) {
-      const batch = this.urgent.size > 0 ? this.urgent.take(this.maxTexts, this.maxTokens) : this.nextIngestRun();
+      const priority = this.urgent.size > 0 ? 'query' : 'ingest';
+      const batch = priority === 'query' ? this.urgent.take(this.maxTexts, this.maxTokens) : this.nextIngestRun();
       if (batch.length === 0) return;
       this.inFlight++;
-      void this.run(batch);
+      void this.run(batch, priority);
     }
   }
 
@@ -221,11 +222,12 @@ export class BatchingEmbedder implements Embedder {
    * The next run starts before this one's callers are answered: their continuations (building
    * records, the store write) would otherwise keep the encoder idle while this thread runs them.
    */
-  private async run(batch: Item[]): Promise<void> {
+  private async run(batch: Item[], priority: 'query' | 'ingest'): Promise<void> {
     const started = performance.now();
     let vectors: Float32Array[];
     try {
-      vectors = await this.inner.embed(batch.map((item) => item.text));
+      // A run is all queries or all stored texts, so a model's query prefix still applies.
+      vectors = await this.inner.embed(batch.map((item) => item.text), { priority });
     } catch (error) {
       for (const { job } of batch) {
         if (job.failed) continue;

@@ -1,14 +1,16 @@
 import type { Config } from '../config.js';
 import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION } from '../config.js';
+import { BROUGHT_ENCODER_DENSE_WEIGHT, DEFAULT_RETRIEVAL_WEIGHTS } from '../retrieval/retrieval-config.js';
 import { BatchingEmbedder } from './batching-embedder.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { HttpEmbedder } from './http-embedder.js';
 import { QueryVectorCache } from './query-vector-cache.js';
+import { isSentenceTransformerDir } from './sentence-transformer-embedder.js';
 import { WorkerEmbedder } from './worker-embedder.js';
 
 type EmbedderConfig = Pick<Config, 'embedder' | 'modelDir' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'> &
-  Partial<Pick<Config, 'modelPrecision' | 'encoderThreads'>>;
+  Partial<Pick<Config, 'modelPrecision' | 'encoderThreads' | 'pooling' | 'queryPrefix' | 'documentPrefix'>>;
 
 export function createEmbedder(config: EmbedderConfig): Embedder {
   switch (config.embedder) {
@@ -21,11 +23,28 @@ export function createEmbedder(config: EmbedderConfig): Embedder {
       return new QueryVectorCache(
         new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey })),
       );
-    case 'onnx':
-      return new QueryVectorCache(
-        new BatchingEmbedder(
-          new WorkerEmbedder({ modelDir: config.modelDir, precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION, intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS }),
-        ),
-      );
+    case 'onnx': {
+      const encoder = new WorkerEmbedder({
+        modelDir: config.modelDir,
+        precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION,
+        intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS,
+        pooling: config.pooling,
+        queryPrefix: config.queryPrefix,
+        documentPrefix: config.documentPrefix,
+      });
+      // A brought model may read up to 512 tokens a text: runs are sized by what it reads, so a
+      // query still waits behind about 2k tokens of ingest work, not four times that.
+      return new QueryVectorCache(new BatchingEmbedder(encoder, { tokensPerTextMax: encoder.maxTokens }));
+    }
   }
+}
+
+/**
+ * The fusion's dense share for the configured encoder: MEMORYPOOL_DENSE_WEIGHT when set, else
+ * more for a sentence-transformers model the user brought than for USE-lite (retrieval-config.ts).
+ */
+export function encoderDenseWeight(config: Pick<Config, 'embedder' | 'modelDir' | 'denseWeight'>): number {
+  if (config.denseWeight !== undefined) return config.denseWeight;
+  const brought = config.embedder === 'onnx' && config.modelDir !== undefined && isSentenceTransformerDir(config.modelDir);
+  return brought ? BROUGHT_ENCODER_DENSE_WEIGHT : DEFAULT_RETRIEVAL_WEIGHTS.denseWeight;
 }

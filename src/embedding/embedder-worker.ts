@@ -1,13 +1,14 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.js';
+import type { EmbedOptions } from './embedder.js';
+import { createLocalEncoder, type LocalEncoderOptions } from './local-encoder.js';
 
 /**
  * Runs the ONNX model on its own thread. onnxruntime-node executes a session synchronously on
  * the thread that calls it, so on the main thread every batch would stall HTTP and search work.
- * Messages: `{ id, texts }` in; `{ id, vectors }` (one flat Float32Array, transferred) or
+ * Messages: `{ id, texts, priority }` in (a query's priority picks a model's query prefix); `{ id, vectors }` (one flat Float32Array, transferred) or
  * `{ id, error }` out; `{ id: 0, ready: true }` once the model has loaded.
  */
-const embedder = new OnnxEmbedder(workerData as OnnxEmbedderOptions);
+const embedder = createLocalEncoder(workerData as LocalEncoderOptions);
 const port = parentPort!;
 
 embedder.ready().then(
@@ -15,8 +16,8 @@ embedder.ready().then(
   (error: Error) => port.postMessage({ id: 0, error: error.message }),
 );
 
-port.on('message', (message: { id: number; texts: string[] }) => {
-  embedder.embed(message.texts).then(
+port.on('message', (message: { id: number; texts: string[]; priority?: EmbedOptions['priority'] }) => {
+  embedder.embed(message.texts, { priority: message.priority }).then(
     (vectors) => {
       const flat = new Float32Array(vectors.length * embedder.dimensions);
       vectors.forEach((vector, i) => flat.set(vector, i * embedder.dimensions));

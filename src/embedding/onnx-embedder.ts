@@ -84,8 +84,7 @@ export class OnnxEmbedder implements Embedder {
   private readonly batchSize: number;
   private readonly batchTokens: number;
   private readonly intraOpThreads: number | undefined;
-  private loading: Promise<Loaded> | null = null;
-  private closed = false;
+  private readonly model: LazyModel<Loaded>;
 
   constructor(options: OnnxEmbedderOptions = {}) {
     this.modelDir = path.resolve(options.modelDir ?? path.join(packageRoot(), 'models', MODEL_NAME));
@@ -97,42 +96,44 @@ export class OnnxEmbedder implements Embedder {
     this.batchSize = positiveInt('batchSize', options.batchSize ?? DEFAULT_BATCH_SIZE);
     this.batchTokens = positiveInt('batchTokens', options.batchTokens ?? DEFAULT_BATCH_TOKENS);
     this.intraOpThreads = options.intraOpThreads === undefined ? undefined : positiveInt('intraOpThreads', options.intraOpThreads);
+    this.model = new LazyModel(() => loadModel(this.modelDir, this.precision, this.intraOpThreads));
   }
 
   ready(): Promise<void> {
-    return this.load().then(() => undefined);
+    return this.model.get().then(() => undefined);
   }
 
   async embed(texts: readonly string[]): Promise<Float32Array[]> {
-    texts.forEach((text, i) => {
-      // /\S/ stops at the first visible character; trim() would copy a 7 MB text.
-      if (typeof text !== 'string' || !/\S/.test(text)) {
-        throw new RangeError(`OnnxEmbedder.embed: text ${i} is empty or whitespace-only; callers must not send such texts`);
-      }
-    });
-    const loaded = await this.load();
+    assertEncodable(texts, 'OnnxEmbedder');
+    const loaded = await this.model.get();
     const { tokenizer, maxTokens } = loaded;
     if (texts.length === 0) return [];
-
     const ids = texts.map((t) => encodeIds(tokenizer, t, maxTokens));
-    // Sorting all texts by token count (not only within a pass) puts similar lengths together, so
-    // little compute goes to padding; `out` restores input order.
-    const order = ids.map((_, i) => i).sort((a, b) => ids[a]!.length - ids[b]!.length);
-    const out = new Array<Float32Array>(texts.length);
-    for (let start = 0; start < order.length; ) {
-      if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve)); // let the thread breathe
-      if (this.closed) throw createError('EMBEDDER_UNAVAILABLE', 'OnnxEmbedder was closed');
-      // Sorted ascending, so the newest row is the longest: rows × its length is the pass's cost.
-      let end = start + 1;
-      while (end < order.length && end - start < this.batchSize && (end - start + 1) * Math.max(1, ids[order[end]!]!.length) <= this.batchTokens) end++;
-      const batch = order.slice(start, end);
-      const vectors = await runBatch(loaded, batch.map((i) => ids[i]!));
-      batch.forEach((textIndex, row) => {
-        out[textIndex] = vectors[row]!;
+    return encodeInPasses(ids, { batchSize: this.batchSize, batchTokens: this.batchTokens, closed: () => this.model.closed }, (batch) => runBatch(loaded, batch));
+  }
+
+  close(): Promise<void> {
+    return this.model.close();
+  }
+}
+
+/** A model loaded on first use, once; a failed load is not kept (the files may be built or fixed later). */
+export class LazyModel<T> {
+  private loading: Promise<T> | null = null;
+  closed = false;
+
+  constructor(private readonly loadModel: () => Promise<T>) {}
+
+  get(): Promise<T> {
+    if (this.closed) return Promise.reject(createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed'));
+    if (!this.loading) {
+      const loading = this.loadModel();
+      this.loading = loading;
+      loading.catch(() => {
+        if (this.loading === loading) this.loading = null;
       });
-      start = end;
     }
-    return out;
+    return this.loading;
   }
 
   async close(): Promise<void> {
@@ -141,19 +142,6 @@ export class OnnxEmbedder implements Embedder {
     this.loading = null;
     // onnxruntime-node 1.14 has no release(): the native session goes with its last reference.
     await loading?.catch(() => undefined);
-  }
-
-  private load(): Promise<Loaded> {
-    if (this.closed) return Promise.reject(createError('EMBEDDER_UNAVAILABLE', 'OnnxEmbedder was closed'));
-    if (!this.loading) {
-      const loading = loadModel(this.modelDir, this.precision, this.intraOpThreads);
-      this.loading = loading;
-      // A failed load is not cached: the files may be built later (npm run build:model).
-      loading.catch(() => {
-        if (this.loading === loading) this.loading = null;
-      });
-    }
-    return this.loading;
   }
 }
 
@@ -167,9 +155,71 @@ function encodeIds(tokenizer: UseLiteTokenizer, text: string, maxTokens: number)
   return tokenizer.encode(encoderPrefix(text)).slice(0, maxTokens);
 }
 
-function positiveInt(name: string, value: number): number {
+export function positiveInt(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer, got ${value}`);
   return value;
+}
+
+/** Callers never send empty texts (see Embedder.embed): a model fails on zero tokens. */
+export function assertEncodable(texts: readonly string[], embedder: string): void {
+  texts.forEach((text, i) => {
+    // /\S/ stops at the first visible character; trim() would copy a 7 MB text.
+    if (typeof text !== 'string' || !/\S/.test(text)) {
+      throw new RangeError(`${embedder}.embed: text ${i} is empty or whitespace-only; callers must not send such texts`);
+    }
+  });
+}
+
+/**
+ * Runs token-id rows through `run` in passes of at most `batchSize` rows and `batchTokens` padded
+ * tokens, returning one vector per row in input order. Sorting all rows by length (not only within
+ * a pass) puts similar lengths together, so little compute goes to padding.
+ */
+export async function encodeInPasses(
+  ids: readonly number[][],
+  limits: { batchSize: number; batchTokens: number; closed: () => boolean },
+  run: (batch: number[][]) => Promise<Float32Array[]>,
+): Promise<Float32Array[]> {
+  const order = ids.map((_, i) => i).sort((a, b) => ids[a]!.length - ids[b]!.length);
+  const out = new Array<Float32Array>(ids.length);
+  for (let start = 0; start < order.length; ) {
+    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve)); // let the thread breathe
+    if (limits.closed()) throw createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed');
+    // Sorted ascending, so the newest row is the longest: rows × its length is the pass's cost.
+    let end = start + 1;
+    while (end < order.length && end - start < limits.batchSize && (end - start + 1) * Math.max(1, ids[order[end]!]!.length) <= limits.batchTokens) end++;
+    const batch = order.slice(start, end);
+    const vectors = await run(batch.map((i) => ids[i]!));
+    batch.forEach((textIndex, row) => {
+      out[textIndex] = vectors[row]!;
+    });
+    start = end;
+  }
+  return out;
+}
+
+/**
+ * onnxruntime-node, imported on first use: loading it costs time that tests using other embedders
+ * skip. CommonJS whose named exports Node cannot detect statically: under plain Node only
+ * `default` holds them; loaders with their own interop (tsx, vitest) may hand them over directly.
+ */
+export async function onnxRuntime(): Promise<typeof import('onnxruntime-node')> {
+  const imported = (await import('onnxruntime-node')) as typeof import('onnxruntime-node') & { default?: typeof import('onnxruntime-node') };
+  return imported.default ?? imported;
+}
+
+/** A session with our settings: every graph optimisation, sequential, `intraOpThreads` threads. */
+export async function openSession(file: string, intraOpThreads: number | undefined, hint: string): Promise<InferenceSession> {
+  const ort = await onnxRuntime();
+  try {
+    return await ort.InferenceSession.create(file, {
+      graphOptimizationLevel: 'all',
+      executionMode: 'sequential',
+      ...(intraOpThreads === undefined ? {} : { intraOpNumThreads: intraOpThreads }),
+    });
+  } catch (cause) {
+    throw createError('EMBEDDER_UNAVAILABLE', `Could not load the ONNX model from ${file}: ${(cause as Error).message}; ${hint}`, { cause });
+  }
 }
 
 interface Loaded {
@@ -202,30 +252,19 @@ async function loadModel(modelDir: string, precision: ModelPrecision, intraOpThr
   const vocab = tokenizerJson.model?.vocab;
   if (!Array.isArray(vocab)) throw createError('EMBEDDER_UNAVAILABLE', `${modelDir}/tokenizer.json has no Unigram vocab; run \`npm run build:model\``);
 
-  // Imported on first use: loading onnxruntime costs time that tests using other embedders skip.
-  // CommonJS whose named exports Node cannot detect statically: under plain Node only `default`
-  // holds them; loaders with their own interop (tsx, vitest) may hand them over directly.
-  const imported = (await import('onnxruntime-node')) as typeof import('onnxruntime-node') & { default?: typeof import('onnxruntime-node') };
-  const ort = imported.default ?? imported;
-  let session: InferenceSession;
-  try {
-    session = await ort.InferenceSession.create(path.join(modelDir, modelFile), {
-      graphOptimizationLevel: 'all',
-      executionMode: 'sequential',
-      ...(intraOpThreads === undefined ? {} : { intraOpNumThreads: intraOpThreads }),
-    });
-  } catch (cause) {
-    throw createError('EMBEDDER_UNAVAILABLE', `Could not load the ONNX model from ${path.join(modelDir, modelFile)}: ${(cause as Error).message}; run \`npm run build:model\``, { cause });
-  }
+  const ort = await onnxRuntime();
+  const session = await openSession(path.join(modelDir, modelFile), intraOpThreads, 'run `npm run build:model`');
   if (!session.outputNames.includes('sentence_embedding')) {
     throw createError('EMBEDDER_UNAVAILABLE', 'The ONNX model has no sentence_embedding output; run `npm run build:model`');
   }
   return { session, Tensor: ort.Tensor, tokenizer: new UseLiteTokenizer(vocab), maxTokens: config.max_position_embeddings ?? 128 };
 }
 
-async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise<Float32Array[]> {
+/** A pass's rows as int64 [rows, longest] ids (padded with `padId` on the right) and their attention mask. */
+export function paddedInputs(batch: readonly number[][], padId: number): { inputIds: BigInt64Array; mask: BigInt64Array; seq: number } {
   const seq = Math.max(...batch.map((ids) => ids.length));
-  const inputIds = new BigInt64Array(batch.length * seq); // pads with id 0, masked out below
+  const inputIds = new BigInt64Array(batch.length * seq);
+  if (padId !== 0) inputIds.fill(BigInt(padId));
   const mask = new BigInt64Array(batch.length * seq);
   batch.forEach((ids, row) => {
     ids.forEach((id, col) => {
@@ -233,6 +272,11 @@ async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise
       mask[row * seq + col] = 1n;
     });
   });
+  return { inputIds, mask, seq };
+}
+
+async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise<Float32Array[]> {
+  const { inputIds, mask, seq } = paddedInputs(batch, 0); // padding is masked out
   const dims = [batch.length, seq];
   const output = await session.run(
     { input_ids: new Tensor('int64', inputIds, dims), attention_mask: new Tensor('int64', mask, dims) },
@@ -245,7 +289,7 @@ async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise
   return batch.map((_, row) => normalise(data.slice(row * DIMENSIONS, (row + 1) * DIMENSIONS)));
 }
 
-function normalise(v: Float32Array): Float32Array {
+export function normalise(v: Float32Array): Float32Array {
   let sq = 0;
   for (const x of v) sq += x * x;
   const norm = Math.sqrt(sq);
@@ -256,7 +300,7 @@ function normalise(v: Float32Array): Float32Array {
 let cachedRoot: string | null = null;
 
 /** The nearest folder with a package.json above this file: the same from src (tsx) and dist/src. */
-function packageRoot(): string {
+export function packageRoot(): string {
   if (cachedRoot) return cachedRoot;
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {

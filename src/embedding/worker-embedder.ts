@@ -4,8 +4,10 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { createError } from '../errors.js';
-import type { Embedder } from './embedder.js';
-import { encoderPrefix, OnnxEmbedder, type OnnxEmbedderOptions } from './onnx-embedder.js';
+import type { EmbedOptions, Embedder } from './embedder.js';
+import { createLocalEncoder, type LocalEncoderOptions } from './local-encoder.js';
+import { encoderPrefix } from './onnx-embedder.js';
+import { SentenceTransformerEmbedder } from './sentence-transformer-embedder.js';
 
 interface Pending {
   count: number;
@@ -14,14 +16,16 @@ interface Pending {
 }
 
 /**
- * The ONNX embedder on a worker thread (see embedder-worker.ts), so encoding runs beside the
+ * The local ONNX encoder (USE-lite or a model the user brings, see local-encoder.ts) on a worker thread (see embedder-worker.ts), so encoding runs beside the
  * event loop instead of on it. A worker that dies fails the calls in flight with
  * EMBEDDER_UNAVAILABLE (503) and is started again on the next call.
  */
 export class WorkerEmbedder implements Embedder {
   readonly modelId: string;
   readonly dimensions: number;
-  private readonly options: OnnxEmbedderOptions;
+  /** Tokens the encoder reads at most per text, when it is not USE-lite's 128 (a brought model's max_seq_length). */
+  readonly maxTokens: number | undefined;
+  private readonly options: LocalEncoderOptions;
   private worker: Worker | null = null;
   private loaded: Promise<void> | null = null;
   /** The current worker has loaded its model. */
@@ -30,12 +34,13 @@ export class WorkerEmbedder implements Embedder {
   private nextId = 1;
   private closed = false;
 
-  constructor(options: OnnxEmbedderOptions = {}) {
+  constructor(options: LocalEncoderOptions = {}) {
     this.options = options;
-    // Identity only: constructing an OnnxEmbedder loads nothing.
-    const identity = new OnnxEmbedder(options);
+    // Identity only: constructing an encoder loads no model.
+    const identity = createLocalEncoder(options);
     this.modelId = identity.modelId;
     this.dimensions = identity.dimensions;
+    this.maxTokens = identity instanceof SentenceTransformerEmbedder ? identity.layout.maxTokens : undefined;
   }
 
   ready(): Promise<void> {
@@ -43,7 +48,7 @@ export class WorkerEmbedder implements Embedder {
     return this.loaded!;
   }
 
-  async embed(texts: readonly string[]): Promise<Float32Array[]> {
+  async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     // Posted in this very call once the model is up (no await before it): a Search scores its
     // vector-free half while the thread encodes, and that overlap needs the text sent first.
@@ -52,7 +57,7 @@ export class WorkerEmbedder implements Embedder {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { count: texts.length, resolve, reject });
       // Only what the encoder reads crosses to the thread: a 7 MB text is not copied whole.
-      this.worker!.postMessage({ id, texts: texts.map((text) => encoderPrefix(text)) });
+      this.worker!.postMessage({ id, texts: texts.map((text) => encoderPrefix(text)), priority: options.priority });
     });
   }
 

@@ -148,7 +148,8 @@ export class IndexLifecycle {
         model: this.options.modelId,
         dimensions: this.options.dimensions,
         analyzer: ANALYZER_VERSION,
-        complete: state.corpus.vectorIndexComplete,
+        // Not while units wait to be re-embedded: the next start must not take it for a whole one.
+        complete: state.corpus.vectorIndexComplete && state.corpus.unembeddedCount === 0,
         max_seq: state.nextSeq - 1,
       });
     } catch (error) {

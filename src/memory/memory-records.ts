@@ -46,7 +46,7 @@ export function compactRecord(record: StoredRecord, strings: SharedStrings): voi
   if (record.tags.length === 0) record.tags = NO_TAGS;
 }
 
-export function corpusUnit(record: StoredRecord, vector: Float32Array, strings?: SharedStrings): CorpusUnit {
+export function corpusUnit(record: StoredRecord, vector: Float32Array | null, strings?: SharedStrings): CorpusUnit {
   const text = unitText(record);
   const speaker = record.role ? shared(strings, record.role.toLowerCase()) : null;
   const terms = analyze(lexicalText(text));

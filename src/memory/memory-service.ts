@@ -79,7 +79,8 @@ export type PortableRecord = Omit<Memory, 'version' | 'updated_at' | 'metadata'>
 export interface PoolStats {
   count: number;
   users: number;
-  embedder: { model: string; dimensions: number };
+  /** `reembedding`: memories held here still waiting for a vector of this model (see BackgroundReembedding). */
+  embedder: { model: string; dimensions: number; reembedding: number };
   /** This replica's in-memory users: how many, their estimated size and the budget (null: none). */
   cache: { users: number; estimated_bytes: number; budget_bytes: number | null };
   per_user: Array<{
@@ -137,7 +138,7 @@ export class MemoryService {
       lifecycle: this.lifecycle,
       modelId: this.embedder.modelId,
       dimensions: this.embedder.dimensions,
-      reembed: (units) => this.embed(units.map(({ record }) => denseText(unitText(record)))),
+      reembed: (records) => this.embed(records.map((record) => denseText(unitText(record))), 'ingest', records[0]?.user_id),
       budgetBytes: options.cacheBytes,
       logger: this.logger,
     });
@@ -426,8 +427,10 @@ export class MemoryService {
     );
   }
 
-  /** Every unit of a user with the texts and vector the service searches (for eval's peers, export). */
+  /** Every unit of a user with the texts and vector the service searches (for eval's peers, export); waits for a re-embedding under way. */
   async exportUnits(userId: string): Promise<ExportedUnit[]> {
+    if (!(await this.existingUser(userId))) return [];
+    await this.cache.reembeddingSettled();
     const state = await this.existingUser(userId);
     if (!state) return [];
     return inStoredOrder(state).map((record) => {
@@ -446,7 +449,9 @@ export class MemoryService {
     const out: PortableRecord[] = [];
     for (const record of inStoredOrder(state)) {
       const history = (record.version ?? 1) > 1 ? await this.store.history(userId, record.id) : [];
-      out.push({ ...publicMemory(record), ...(history.length > 0 ? { history } : {}), vec: encodeVector(state.corpus.vectorOf(record.seq)!), model: record.model });
+      // A unit waiting to be re-embedded goes without a vector: the importing pool embeds it.
+      const vector = state.corpus.vectorOf(record.seq);
+      out.push({ ...publicMemory(record), ...(history.length > 0 ? { history } : {}), ...(vector ? { vec: encodeVector(vector), model: record.model } : {}) });
     }
     return out;
   }
@@ -551,7 +556,11 @@ export class MemoryService {
     return {
       count,
       users: perUser.length,
-      embedder: { model: this.embedder.modelId, dimensions: this.embedder.dimensions },
+      embedder: {
+        model: this.embedder.modelId,
+        dimensions: this.embedder.dimensions,
+        reembedding: this.cache.loaded.reduce((sum, state) => sum + state.corpus.unembeddedCount, 0),
+      },
       cache: this.cacheStats(),
       per_user: perUser,
     };
@@ -564,6 +573,7 @@ export class MemoryService {
     this.wakeWarmUp?.();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;
+    await this.cache.stopReembedding();
     await this.cache.evictionsSettled();
     // The acknowledged writes' HNSW inserts finish first, so the saved indexes are complete.
     await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
@@ -585,6 +595,11 @@ export class MemoryService {
   async indexesReady(): Promise<void> {
     await this.background;
     await Promise.all(this.cache.loaded.map((state) => state.indexCompletion));
+  }
+
+  /** Resolves once every user loaded so far has all its memories embedded by the current model (see BackgroundReembedding). */
+  reembeddingSettled(): Promise<void> {
+    return this.cache.reembeddingSettled();
   }
 
   /** Writes every pending index cache now (otherwise done a moment after the last write), once the inserts in the background are done. */

@@ -1,5 +1,7 @@
 import type { Logger } from '../logger.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UpdateResult } from '../store/memory-store.js';
+import type { StoredRecord } from '../store/stored-record.js';
+import { BackgroundReembedding } from './background-reembedding.js';
 import type { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage } from './memory-records.js';
 import { admitUnits, dropUnits, emptyUserState, type UserState } from './user-state.js';
@@ -23,8 +25,8 @@ export interface UserCacheOptions {
   lifecycle: IndexLifecycle;
   modelId: string;
   dimensions: number;
-  /** Re-embeds units whose stored vector is missing or of another model (dense texts of the records). */
-  reembed: (units: readonly StoredUnit[]) => Promise<Float32Array[]>;
+  /** Re-embeds records whose stored vector is missing or of another model (their dense texts), in the background. */
+  reembed: (records: readonly StoredRecord[]) => Promise<Float32Array[]>;
   /** Estimated bytes the loaded users may take; unset keeps every user once loaded. */
   budgetBytes?: number;
   logger: Logger;
@@ -44,10 +46,29 @@ export class UserCache {
   private readonly evictions = new Set<Promise<void>>();
   /** The sum of the cached users' `cacheBytes`. */
   private bytes = 0;
+  private readonly reembedding: BackgroundReembedding;
 
   constructor(options: UserCacheOptions) {
     this.options = options;
     this.store = options.store;
+    this.reembedding = new BackgroundReembedding({
+      store: options.store,
+      lifecycle: options.lifecycle,
+      modelId: options.modelId,
+      reembed: options.reembed,
+      changed: (state) => this.resize(state),
+      logger: options.logger,
+    });
+  }
+
+  /** Resolves once the users loaded so far have every unit embedded by the current model. */
+  reembeddingSettled(): Promise<void> {
+    return this.reembedding.settled();
+  }
+
+  /** Stops re-embedding after the chunk under way (at close; the next start resumes). */
+  stopReembedding(): Promise<void> {
+    return this.reembedding.stop();
   }
 
   get budgetBytes(): number | undefined {
@@ -202,22 +223,15 @@ export class UserCache {
 
   private async load(userId: string): Promise<UserState> {
     const snapshot = await this.store.load(userId);
-    const stale = snapshot.units.filter((unit) => !this.usable(unit));
-    if (stale.length > 0) {
-      this.options.logger.info({ records: stale.length, model: this.options.modelId }, 'embedding model changed: re-embedding stored memories');
-      const fresh = await this.options.reembed(stale);
-      stale.forEach((unit, i) => {
-        unit.vector = fresh[i];
-        unit.record.model = this.options.modelId;
-      });
-      await this.store.replaceVectors(userId, stale.map((unit, i) => ({ id: unit.record.id, vector: fresh[i], model: this.options.modelId })));
-    }
     const state = emptyUserState(userId, snapshot.version);
-    admitUnits(state, snapshot.units.map(({ record, vector }) => ({ record, vector: vector! })), { strings: new Map() });
+    // Units of another model (or none) are served without a vector at once and re-embedded in
+    // the background: a model change must not hold a user's first request for minutes.
+    admitUnits(state, snapshot.units.map((unit) => ({ record: unit.record, vector: this.usable(unit) ? unit.vector : null })), { strings: new Map() });
     this.states.set(userId, state);
     await this.options.lifecycle.attachIfSearched(state);
     this.resize(state);
     this.enforceBudget(state);
+    this.reembedding.schedule(state);
     return state;
   }
 

@@ -56,7 +56,7 @@ export function emptyUserState(userId: string, version: number): UserState {
  */
 export function admitUnits(
   state: UserState,
-  units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>,
+  units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array | null }>,
   { strings, deferIndex = false }: { strings?: SharedStrings; deferIndex?: boolean } = {},
 ): void {
   for (const { record } of units) {

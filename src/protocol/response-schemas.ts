@@ -60,7 +60,11 @@ export const poolStatsSchema = z
   .object({
     count: z.number().int(),
     users: z.number().int(),
-    embedder: z.object({ model: z.string(), dimensions: z.number().int() }),
+    embedder: z.object({
+      model: z.string(),
+      dimensions: z.number().int(),
+      reembedding: z.number().int().describe('memories held here still waiting for a vector of this model after a model change (their users are ranked without the dense half meanwhile)'),
+    }),
     cache: z
       .object({ users: z.number().int(), estimated_bytes: z.number().int(), budget_bytes: z.number().int().nullable() })
       .meta({ description: 'The users this process holds in memory, their estimated size and the budget (null: none)' }),

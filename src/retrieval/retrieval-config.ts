@@ -65,6 +65,16 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
 });
 
 /**
+ * The dense share when the encoder is a sentence-transformers model the user brought
+ * (MEMORYPOOL_MODEL_DIR; MEMORYPOOL_DENSE_WEIGHT overrides either). 0.5 was measured for
+ * USE-lite, whose dense-only recall@10 on LoCoMo (~32) is half BM25's (~62); encoders such as
+ * e5 or bge retrieve better than BM25 alone on conversational memory, so their cosine deserves
+ * the larger share. Not measured here (no such model can be downloaded on the build machines):
+ * a starting point to check with `npm run eval -- tune`.
+ */
+export const BROUGHT_ENCODER_DENSE_WEIGHT = 0.7;
+
+/**
  * The evaluation platform's `/search` differs from the defaults (which `/mem/search` and `/invoke`
  * use, as the MemoryPool protocol asks for a 30-day decay) only where data decided it: decay was
  * worth nothing on the dev conversations and cost about a point on unseen ones (eval/README.md).

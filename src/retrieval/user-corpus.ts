@@ -22,7 +22,11 @@ import { VectorIndex } from './vector-index.js';
 /** What retrieval knows of one stored unit. */
 export interface CorpusUnit {
   seq: number;
-  vector: Float32Array;
+  /**
+   * The unit's vector by the current encoder; null while it waits to be re-embedded after a model
+   * change (its stored vector is another model's, which must never meet this model's queries).
+   */
+  vector: Float32Array | null;
   /** Index terms of the unit's lexical text (analyzer output). */
   terms: readonly string[];
   /** Lowercased speaker name, or null. */
@@ -85,6 +89,7 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
  */
 export interface PreparedSearch {
   readonly query: CorpusQuery<QueryText>;
+  /** The weights asked for (`rank` takes the dense half out while units wait for vectors). */
   readonly weights: RetrievalWeights;
   readonly layout: SlotLayout;
   /** Null when the candidates come from the HNSW index, which needs the vectors. */
@@ -162,6 +167,8 @@ export class UserCorpus {
 
   /** Units whose vectors the HNSW index does not hold yet (a rebuild in progress). */
   private readonly unindexed = new Set<number>();
+  /** Units without a vector of the current model (re-embedding in the background). */
+  private readonly unembedded = new Set<number>();
 
   /** The HNSW index, once attached: users scored exhaustively need it only when they are written to. */
   get vectors(): VectorIndex | null {
@@ -179,8 +186,36 @@ export class UserCorpus {
    */
   attachVectorIndex(index: VectorIndex): void {
     for (const label of index.labels()) if (!this.links.has(label)) index.markDeletedOnLoad(label);
-    for (const seq of this.links.keys()) if (!index.has(seq)) this.unindexed.add(seq);
+    for (const seq of this.links.keys()) if (!index.has(seq) && !this.unembedded.has(seq)) this.unindexed.add(seq);
     this.vectorIndex = index;
+  }
+
+  /** How many units wait for a vector of the current model. */
+  get unembeddedCount(): number {
+    return this.unembedded.size;
+  }
+
+  /** Units waiting for a vector of the current model, in no particular order. */
+  get unembeddedSeqs(): number[] {
+    return [...this.unembedded];
+  }
+
+  /**
+   * Gives re-embedded units their vector of the current model. The units stay out of dense
+   * scoring, like every other unit of the user, until the last one has its vector (see `rank`).
+   */
+  setVectors(entries: ReadonlyArray<{ seq: number; vector: Float32Array }>): void {
+    this.layout = null;
+    for (const { seq, vector } of entries) {
+      const link = this.links.get(seq);
+      if (!link || !this.unembedded.delete(seq)) continue;
+      link.unit.vector = vector;
+      if (this.vectorIndex) this.unindexed.add(seq);
+    }
+    // The previous-turn dots of the updated units and of the units after them.
+    for (const link of this.links.values()) {
+      if (link.previous && link.selfDotPrevious === undefined) link.selfDotPrevious = dotOfUnits(link.unit, link.previous);
+    }
   }
 
   get size(): number {
@@ -201,7 +236,7 @@ export class UserCorpus {
   }
 
   vectorOf(seq: number): Float32Array | undefined {
-    return this.links.get(seq)?.unit.vector;
+    return this.links.get(seq)?.unit.vector ?? undefined;
   }
 
   /**
@@ -215,7 +250,8 @@ export class UserCorpus {
       if (this.links.has(unit.seq)) this.remove(unit.seq);
       this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
-      if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
+      if (unit.vector === null) this.unembedded.add(unit.seq);
+      else if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
         if (deferIndex || this.unindexed.size > 0) this.unindexed.add(unit.seq);
         else this.vectorIndex.add(unit.seq, unit.vector);
       }
@@ -241,8 +277,8 @@ export class UserCorpus {
   indexPending(count: number): number {
     for (const seq of this.unindexed) {
       if (count-- <= 0) break;
-      const link = this.links.get(seq);
-      if (link && this.vectorIndex) this.vectorIndex.add(seq, link.unit.vector);
+      const vector = this.links.get(seq)?.unit.vector;
+      if (vector && this.vectorIndex) this.vectorIndex.add(seq, vector);
       this.unindexed.delete(seq);
     }
     return this.unindexed.size;
@@ -257,6 +293,7 @@ export class UserCorpus {
     this.lexical.remove(seq);
     this.vectorIndex?.remove(seq);
     this.unindexed.delete(seq);
+    this.unembedded.delete(seq);
     if (unit.speaker) {
       const count = (this.speakerCounts.get(unit.speaker) ?? 1) - 1;
       if (count <= 0) this.speakerCounts.delete(unit.speaker);
@@ -289,18 +326,21 @@ export class UserCorpus {
    * Everything of a search that needs no vector (BM25, the cues' terms), so that a caller can
    * do it while the encoder computes the query's vectors, then call `rank`.
    */
-  prepare(query: CorpusQuery<QueryText>, weights: RetrievalWeights): PreparedSearch {
+  prepare(query: CorpusQuery<QueryText>, requested: RetrievalWeights): PreparedSearch {
+    const weights = this.usableWeights(requested);
     const layout = this.currentLayout();
     const matching = query.filter ? matchingSlots(layout, query.filter) : null;
-    if (!this.scoredExhaustively(weights, matching)) return { query, weights, layout, scored: null };
-    return { query, weights, layout, scored: this.vectorFreeScores(query, weights, layout, matching ?? everySlot(layout)) };
+    if (!this.scoredExhaustively(weights, matching)) return { query, weights: requested, layout, scored: null };
+    return { query, weights: requested, layout, scored: this.vectorFreeScores(query, weights, layout, matching ?? everySlot(layout)) };
   }
 
   /** Ranks a prepared search given the vectors of its texts (the main one, then the options). */
   rank(prepared: PreparedSearch, vectors: readonly Float32Array[], limit: number): RankedUnit[] {
     if (this.links.size === 0 || limit <= 0) return [];
-    const { query, weights } = prepared;
+    const { query } = prepared;
+    const weights = this.usableWeights(prepared.weights);
     const layout = this.currentLayout();
+    // Vectors that came in since `prepare` changed the layout, and perhaps the usable weights.
     let scored = prepared.layout === layout ? prepared.scored : null;
     if (scored === null) {
       const candidates = this.candidateSlots(query, vectors, weights, layout);
@@ -376,6 +416,16 @@ export class UserCorpus {
       out.push(unit);
     }
     return out;
+  }
+
+  /**
+   * The weights a search of this user can use: without the dense half while any unit waits for
+   * its vector of the current model. Scoring only the re-embedded units' cosines would favour them
+   * over the rest, and the old vectors cannot be compared with this model's query; BM25 and the
+   * cues rank every unit alike until the user's re-embedding is done.
+   */
+  private usableWeights(weights: RetrievalWeights): RetrievalWeights {
+    return this.unembedded.size > 0 && weights.denseWeight > 0 ? { ...weights, denseWeight: 0 } : weights;
   }
 
   /** The candidates' lexical shares and vector-free terms (see `PreparedSearch`). */
@@ -546,13 +596,14 @@ export class UserCorpus {
     const dense = new Float64Array(count);
     if (weights.denseWeight > 0) {
       // q·v per slot, computed once: a unit's own and as its next unit's previous. Scored
-      // exhaustively, every slot is a candidate: all of them at once, two vectors per pass.
+      // exhaustively, every slot is a candidate: all of them at once, two vectors per pass. Every
+      // unit has its vector here: the dense half is off while any waits for one (usableWeights).
       const queryDot = new Float64Array(layout.units.length);
       if (count === layout.units.length) dotsInto(vector, layout.units, queryDot);
       else queryDot.fill(Number.NaN);
       const dotOf = (slot: number): number => {
         let value = queryDot[slot];
-        if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector);
+        if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector!);
         return value;
       };
       for (let i = 0; i < count; i++) {
@@ -582,7 +633,7 @@ export class UserCorpus {
       if (!link) continue;
       const previous = i > 0 ? session[i - 1] : null;
       const next = i + 1 < session.length ? session[i + 1] : null;
-      if (link.previous !== previous) link.selfDotPrevious = previous ? dot(link.unit.vector, previous.vector) : undefined;
+      if (link.previous !== previous) link.selfDotPrevious = previous ? dotOfUnits(link.unit, previous) : undefined;
       link.previous = previous;
       link.next = next;
       if (previous && !sameMessage(previous, link.unit)) previousTurn = previous;
@@ -597,6 +648,11 @@ export class UserCorpus {
       link.nextTurn = nextTurn;
     }
   }
+}
+
+/** v·p of two units' vectors; undefined while either waits for its vector. */
+function dotOfUnits(a: CorpusUnit, b: CorpusUnit): number | undefined {
+  return a.vector && b.vector ? dot(a.vector, b.vector) : undefined;
 }
 
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
@@ -619,14 +675,14 @@ function everySlot(layout: SlotLayout): Int32Array {
 }
 
 /**
- * q·v for every unit into `out`, two units per pass over q: each sum still adds its products in
+ * q·v for every unit (each with its vector) into `out`, two units per pass over q: each sum still adds its products in
  * order (the bits of `dot`), and the two independent sums keep the core busier than one.
  */
 function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float64Array): void {
   let k = 0;
   for (; k + 1 < units.length; k += 2) {
-    const a = units[k].vector;
-    const b = units[k + 1].vector;
+    const a = units[k].vector!;
+    const b = units[k + 1].vector!;
     const n = Math.min(query.length, a.length, b.length);
     if (a.length !== n || b.length !== n) break;
     let sumA = 0;
@@ -647,7 +703,7 @@ function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float6
     out[k] = sumA;
     out[k + 1] = sumB;
   }
-  for (; k < units.length; k++) out[k] = dot(query, units[k].vector);
+  for (; k < units.length; k++) out[k] = dot(query, units[k].vector!);
 }
 
 /**

@@ -286,3 +286,37 @@ describe('UserCorpus with HNSW inserts deferred (a write acknowledged before its
     expect(corpus.search(query('plain note'), graphWeights, 100)).toHaveLength(12);
   });
 });
+
+describe('UserCorpus with units waiting for a vector of the current model (re-embedding)', () => {
+  const hybrid = resolveWeights({ ...lexicalOnly, denseWeight: 0.5, contextWeight: 0 });
+
+  it('ranks the user by BM25 alone until every unit has its vector, then by both', () => {
+    const corpus = corpusWithIndex();
+    // Unit 7 matches the query's vector; units 0 and 2 its words.
+    corpus.add([unit(0, 'red apples', { vector: null }), unit(7, 'nothing here'), unit(2, 'apples', { vector: null })]);
+    expect(corpus.unembeddedSeqs.sort()).toEqual([0, 2]);
+    const during = corpus.search(query('red apples'), hybrid, 3);
+    expect(during).toEqual(corpus.search(query('red apples'), { ...hybrid, denseWeight: 0 }, 3));
+    expect(during.find((r) => r.seq === 7)!.score).toBe(0);
+    expect(corpus.vectors!.size).toBe(1);
+
+    corpus.setVectors([{ seq: 0, vector: axis(0) }]);
+    // One unit still waits: the dense half stays off.
+    expect(corpus.search(query('red apples'), hybrid, 3).find((r) => r.seq === 7)!.score).toBe(0);
+    corpus.setVectors([{ seq: 2, vector: axis(2) }]);
+    expect(corpus.unembeddedSeqs).toEqual([]);
+    expect(corpus.search(query('red apples'), hybrid, 3).find((r) => r.seq === 7)!.score).toBeCloseTo(0.5);
+    // Re-embedded units wait for the graph like any deferred insert.
+    expect(corpus.indexPending(10)).toBe(0);
+    expect(corpus.vectors!.size).toBe(3);
+  });
+
+  it('ranks again what a prepared search found while the last vectors came in', () => {
+    const corpus = corpusWithIndex();
+    corpus.add([unit(0, 'red apples', { vector: null }), unit(7, 'nothing here')]);
+    const prepared = corpus.prepare(query('red apples'), hybrid);
+    corpus.setVectors([{ seq: 0, vector: axis(0) }]);
+    const ranked = corpus.rank(prepared, [axis(7)], 2);
+    expect(ranked.find((r) => r.seq === 7)!.score).toBeCloseTo(0.5);
+  });
+});
