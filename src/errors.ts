@@ -56,6 +56,12 @@ export function isAppError(error: unknown): error is AppError {
   return error instanceof AppError;
 }
 
+/** Whether a filesystem call (or the storage error made of it) failed for want of space. */
+export function isDiskFull(error: unknown): boolean {
+  const cause = isAppError(error) ? error.cause : error;
+  return (cause as NodeJS.ErrnoException | undefined)?.code === 'ENOSPC';
+}
+
 /** Maps a failed filesystem call to the code a client can act on (retry later vs. give up). */
 export function storageError(cause: unknown): AppError {
   // Already mapped by an inner call (a new user's folder written on its first append): its errno is in there.

@@ -1,4 +1,5 @@
 import type { Logger } from '../logger.js';
+import { isDiskFull } from '../errors.js';
 import { ANALYZER_VERSION } from '../retrieval/analyzer.js';
 import { VectorIndex } from '../retrieval/vector-index.js';
 import { readVectorIndexCache, writeVectorIndexCache, type IndexCacheFiles, type VectorIndexMeta } from '../store/vector-index-cache.js';
@@ -162,7 +163,7 @@ export class IndexLifecycle {
   private async cacheCurrent(state: UserState): Promise<boolean> {
     const cache = this.options.cache;
     if (state.retired || state.corpus.vectors || !cache) return false;
-    const cached = await cache.withCacheLock(state.userId, () => readVectorIndexCache(cache, state.userId));
+    const cached = await readingCache(cache, state.userId, () => readVectorIndexCache(cache, state.userId));
     if (cached.status !== 'intact') return false;
     let newest = -1;
     for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
@@ -201,7 +202,7 @@ export class IndexLifecycle {
     const fresh = (): VectorIndex => VectorIndex.create(this.options.dimensions, Math.max(1024, count * 2));
     const cache = this.options.cache;
     if (!cache) return fresh();
-    return cache.withCacheLock(userId, () => this.readCachedIndex(cache, userId, fresh));
+    return readingCache(cache, userId, () => this.readCachedIndex(cache, userId, fresh));
   }
 
   /** `openVectorIndex` under the cache lock: the graph proven intact is the graph read. */
@@ -224,4 +225,17 @@ export class IndexLifecycle {
       return fresh();
     }
   }
+}
+
+/**
+ * Reads a user's index cache under its lock. On a disk too full to create the lock file, without
+ * it: a read needs no space, and what it reads is still checked (the graph against its meta's
+ * checksum; labels against the user's memories on attach), so a full disk costs a log line about
+ * the writes that fail, not the cache every load could still use.
+ */
+function readingCache<T>(cache: IndexCacheFiles, userId: string, read: () => Promise<T>): Promise<T> {
+  return cache.withCacheLock(userId, read).catch((error: unknown) => {
+    if (isDiskFull(error)) return read();
+    throw error;
+  });
 }

@@ -57,7 +57,7 @@ describe('moving a pool from the JSONL store to PostgreSQL', () => {
     const ben = await run(['--data-dir', dataDir, 'add', 'Ben parks on level two', '--user', 'ben', '--meta', 'floor=2']);
     expect((await run(['--data-dir', dataDir, 'update', ben.json.id, '--text', 'Ben parks on level three', '--meta', 'floor=3', '--user', 'ben'])).code).toBe(0);
     expect((await run(['--data-dir', dataDir, 'export', '--out', file])).json).toMatchObject({ exported: 1 });
-    expect((await run(['import', file, '--database-url', databaseUrl])).json).toEqual({ imported: 1, skipped: 0, reembedded: 0 });
+    expect((await run(['import', file, '--database-url', databaseUrl])).json).toEqual({ imported: 1, skipped: 0, reembedded: 0, malformed: 0, duplicates: 0 });
     const history = await run(['--database-url', databaseUrl, 'history', ben.json.id, '--user', 'ben']);
     expect(history.json.versions.map((version: { version: number; text: string; metadata: object }) => [version.version, version.text, version.metadata])).toEqual([
       [1, 'Ben parks on level two', { floor: 2 }],

@@ -218,7 +218,7 @@ async function realDiskFull(mount: string): Promise<void> {
   await expectExactly(full, acknowledged);
   await expectSearchable(full, acknowledged);
   expectNothingQuarantined(full);
-  await full.waitForLog((record) => record.msg === 'vector sidecar not written; the next load decodes the memories file again' && /ENOSPC/.test(String(record.err)), 30_000);
+  await full.waitForLog((record) => record.msg === 'vector sidecar not written; the next load decodes the memories file again' && /disk is full/.test(String(record.err)), 30_000);
   // The user whose sidecar could not be written is served from its memories file.
   expect((await request(`${full.url}/mem/search?user_id=many-u&q=allotment&limit=5`)).body).toHaveLength(5);
   for (const i of [1001, 1002]) await sendOnFullDisk(mount, 0, acknowledged, `add ${i} after the restart`, () => addOne(full, i));

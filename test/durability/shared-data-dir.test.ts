@@ -221,12 +221,13 @@ describe('several processes on one data directory', () => {
     }
     const { kept, conversations } = expectedFrom(finished.map(({ worker }) => worker), userId);
     for (const id of serverAdded) kept.add(id);
-    // What a killed writer had under way is there or not: the delete of the memory it added last,
-    // the Add of its next one (stored, maybe, but never acknowledged).
+    // What a killed writer had under way is there or not: the delete that follows its last Add
+    // (of the memory added the round before: printed once done, so maybe done unprinted), the Add
+    // of its next one (stored, maybe, but never acknowledged).
     const underWay = new Set<string>();
     for (const { tag, worker } of finished) {
       const added = worker.lines.filter((line) => line.op === 'added');
-      if (added.length > 0) underWay.add(added.at(-1)!.text!);
+      if (added.length > 1) underWay.add(added.at(-2)!.text!);
       underWay.add(`${tag} m${added.length}`);
     }
     const listed = (await serverList(server, userId)).filter((memory) => !memory.text.includes('the crash'));
