@@ -45,7 +45,7 @@ export class ServiceTarget implements ReplayTarget {
     });
   }
 
-  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>, collapseDuplicates = false): Promise<SearchAnswer> {
+  async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>, collapseDuplicates = true): Promise<SearchAnswer> {
     // Searched as the platform's /search door searches, so in-process figures match the HTTP ones.
     const hits = await this.service.search({ userId: question.userId, query: question.query, limit, profile: 'platform' }, { ...(weights ? { weights } : {}), collapseDuplicates });
     return { ranking: hits.map((hit) => this.turnsOf(question.userId, hit.memory)), words: hits.map((hit) => countWords(hit.content)) };

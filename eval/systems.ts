@@ -26,11 +26,11 @@ const FUSION_TERMS_OFF: Partial<RetrievalWeights> = {
 export const SYSTEMS: readonly SystemSpec[] = [
   { name: 'hybrid', kind: 'service', description: 'the service as configured', overrides: {} },
   {
-    name: 'collapsed',
+    name: 'no-collapse',
     kind: 'service',
-    description: 'hybrid with each distinct text once, the best copy (what /mem/search answers; /search does not)',
+    description: 'hybrid answering every copy of a repeated text (each distinct text once is what /search and /mem/search answer)',
     overrides: {},
-    collapseDuplicates: true,
+    collapseDuplicates: false,
   },
   { name: 'bm25', kind: 'service', description: 'BM25 only, no fusion terms', overrides: { denseWeight: 0, ...FUSION_TERMS_OFF } },
   {

@@ -60,7 +60,7 @@ export interface MemoryServiceOptions {
 
 export interface SearchOverrides {
   weights?: Partial<RetrievalWeights>;
-  /** Each distinct text once (eval measures it on the platform's /search, which does not). */
+  /** Each distinct text once, or (false) every copy: eval's ablation of what /search does. */
   collapseDuplicates?: boolean;
 }
 
@@ -316,7 +316,7 @@ export class MemoryService {
           whenQuestion: isWhenQuestion(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: recordFilter(state, request.filter),
-          collapseDuplicates: request.collapseDuplicates === true || overrides.collapseDuplicates === true,
+          collapseDuplicates: overrides.collapseDuplicates ?? request.collapseDuplicates === true,
           explain: request.explain === true,
         },
         weights,

@@ -95,6 +95,27 @@ describe('POST /add', () => {
     expect(service.count).toBe(0);
   });
 
+  it('answers each distinct text once (the best copy), with the fields it always had', async () => {
+    const { app } = await build();
+    const turns = (requestId: string, session: string, timestamp: number) => ({
+      request_id: requestId,
+      user_id: 'conv-dup',
+      session_id: session,
+      messages: [
+        { role: 'Caroline', content: 'Thanks, see you soon!', timestamp },
+        { role: 'Caroline', content: 'I adopted a puppy called Biscuit.', timestamp: timestamp + 1000 },
+      ],
+    });
+    for (const [requestId, session, timestamp] of [['a', 's1', 1683554160000], ['b', 's2', 1683640560000], ['c', 's3', 1683726960000]] as const) {
+      expect((await app.inject({ method: 'POST', url: '/add', payload: turns(requestId, session, timestamp) })).statusCode).toBe(200);
+    }
+    const { data } = (await app.inject({ method: 'POST', url: '/search', payload: { query: 'see you soon Caroline', user_id: 'conv-dup', top_k: 10 } })).json();
+    // Each turn's content carries its own date, but the stored texts are the same: one hit per text.
+    expect(data).toHaveLength(2);
+    expect(data.map((hit: { content: string }) => hit.content.replace(/^\[[^\]]+\] /, '')).sort()).toEqual(['Caroline: I adopted a puppy called Biscuit.', 'Caroline: Thanks, see you soon!']);
+    for (const hit of data) expect(Object.keys(hit).sort()).toEqual(['content', 'created_at', 'id', 'score']);
+  });
+
   it('accepts any role (speaker names), a missing timestamp and a lossless float timestamp', async () => {
     const { app } = await build();
     const body = `{"request_id":"r","user_id":"u","session_id":"s","messages":[{"role":"Dr. Ada Lovelace","content":"a","timestamp":1704067200000.0},{"role":"user","content":"b"}]}`;
