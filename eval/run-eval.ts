@@ -30,6 +30,7 @@ interface CliOptions {
   keepData?: boolean;
   dataDir?: string;
   databaseUrl?: string;
+  timestamps: boolean;
 }
 
 function positiveInt(value: string): number {
@@ -80,6 +81,7 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     keepData: options.keepData,
     dataDir: options.dataDir,
     databaseUrl: options.databaseUrl,
+    noTimestamps: !options.timestamps,
   });
 
   await mkdir(options.out, { recursive: true });
@@ -121,6 +123,7 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--keep-data', "keep the service's temporary data directory")
     .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
     .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')
+    .option('--no-timestamps', 'send every message without its timestamp, as a client may (use a data directory of its own)')
     .action((options: CliOptions) => run(name, options));
 }
 
@@ -137,6 +140,7 @@ interface TuneCliOptions {
   embedder: 'onnx' | 'hash';
   modelDir?: string;
   precision?: 'fp32' | 'int8';
+  timestamps: boolean;
 }
 
 async function runTune(benchmark: string, options: TuneCliOptions): Promise<void> {
@@ -151,6 +155,7 @@ async function runTune(benchmark: string, options: TuneCliOptions): Promise<void
     grid: parseGrid(options.grid),
     makeEmbedder: () => createEmbedder({ embedder: options.embedder, modelDir: options.modelDir, modelPrecision: options.precision }),
     command: commandLine(process.argv.slice(2)),
+    noTimestamps: !options.timestamps,
   });
   await mkdir(options.out, { recursive: true });
   const files = { results: join(options.out, 'tune.json'), report: join(options.out, 'tune.md') };
@@ -182,6 +187,7 @@ program
   .addOption(new Option('--embedder <kind>', 'embedder (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
   .option('--model-dir <dir>', 'model directory for the onnx embedder')
   .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default); use the one the data directory was embedded with').choices(['fp32', 'int8']))
+  .option('--no-timestamps', 'send every message without its timestamp (use a data directory of its own)')
   .action((benchmark: string, options: TuneCliOptions) => runTune(benchmark, options));
 
 program.parseAsync(process.argv).catch((error: unknown) => {
