@@ -28,6 +28,11 @@ export interface RetrievalWeights {
   periodBoost: number;
   /** Added to units whose own event period (their time expressions resolved against their date) overlaps the period the query names. */
   eventPeriodBoost: number;
+  /**
+   * How much less a coincidence of periods counts the wider they are: both boosts above are
+   * multiplied by (1 day / the wider period's length)^periodSharpness (`periodCoincidence`). 0 = flat.
+   */
+  periodSharpness: number;
   /** Subtracted from a turn that is itself a question between named speakers; its neighbours still get its full share. */
   questionTurnPenalty: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
@@ -55,6 +60,7 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   catchUpBoost: 0.1,
   periodBoost: 0.1,
   eventPeriodBoost: 0.2,
+  periodSharpness: 0,
   questionTurnPenalty: 0.15,
   importanceWeight: 0.2,
   decayWeight: 0.05,
