@@ -393,7 +393,7 @@ export class UserCorpus {
       if (query.whenQuestion) terms.timeCue[i] = timeCue(query.whenQuestion, unit.hasTimeExpression, layout.catchUpTurn[candidates[i]] === 1, weights);
       if (period) {
         terms.period[i] = weights.periodBoost * instantCoincidence(unit.timeMs, period, weights.periodSharpness);
-        if (unit.eventPeriod) terms.eventPeriod[i] = weights.eventPeriodBoost * periodCoincidence(unit.eventPeriod, period, weights.periodSharpness);
+        if (unit.eventPeriod) terms.eventPeriod[i] = weights.eventPeriodBoost * periodCoincidence(unit.eventPeriod, period, weights.eventPeriodSharpness);
       }
       if (unit.isQuestion) terms.questionTurn[i] = -weights.questionTurnPenalty;
       terms.importance[i] = importanceMultiplier(unit.importance, weights.importanceWeight);
