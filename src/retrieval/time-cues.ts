@@ -394,7 +394,7 @@ const PERIOD_RULES: readonly PeriodRule[] = [
   {
     // "on the 4th": that day of the latest month in which it has begun. Not "the 4th time".
     pattern: new RegExp(
-      String.raw`\b(?:on\s+)?(?:${WEEKDAY},?\s+)?the\s+(\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:$|[^\w\s]|(?:at|in|when|i|we|he|she|they|you)\b))`,
+      String.raw`\b(?:on\s+)?(?:${WEEKDAY},?\s+)?the\s+(\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:$|[^\w\s]|(?:at|in|on|when|after|before|i|we|he|she|they|you)\b))`,
       'gi',
     ),
     resolve: (m, reference) => {

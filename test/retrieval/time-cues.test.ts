@@ -134,6 +134,7 @@ describe('namedPeriod', () => {
     // The 31st has not come yet on 30 May: the last one was in March (April has 30 days).
     expect(period('What happened on the 31st?')).toBeNull();
     expect(period('What happened on the 30th?')).toEqual({ startMs: day(2023, 5, 30), endMs: day(2023, 5, 31) });
+    expect(period('I met my teammates on the 15th after my trip')).toEqual({ startMs: day(2023, 5, 15), endMs: day(2023, 5, 16) });
     expect(period('It was the 4th time she called')).toBeNull();
     expect(period('after 4th grade')).toBeNull();
   });
