@@ -241,9 +241,10 @@ const YEAR_TEXT = String.raw`(?:19|20)\d{2}`;
  * One calendar day in any spelling the rules read, as a single span for `dayFromText`: "8 May
  * 2023", "the 8th of May", "May 8th, 2023", "Dec 4", "2023-05-08", "12/25/2023", "25.12.2023".
  * Two-digit years only with slashes ("4/13/23"): with dots or dashes they read as scores and versions.
+ * A month name ends at a word boundary: "4 decades" is not 4 December, "3 Marvel movies" not 3 March.
  */
 const DAY_TEXT =
-  String.raw`(?:\d{1,2}${ORDINAL}\s+(?:of\s+)?${MONTH}\.?(?:,?\s+${YEAR_TEXT})?|${MONTH}\.?\s+\d{1,2}${ORDINAL}(?:,?\s+${YEAR_TEXT})?` +
+  String.raw`(?:\d{1,2}${ORDINAL}\s+(?:of\s+)?${MONTH}\b\.?(?:,?\s+${YEAR_TEXT})?|${MONTH}\b\.?\s+\d{1,2}${ORDINAL}(?:,?\s+${YEAR_TEXT})?` +
   String.raw`|${YEAR_TEXT}[-/]\d{1,2}[-/]\d{1,2}|\d{1,2}\/\d{1,2}\/(?:${YEAR_TEXT}|\d{2})|\d{1,2}[.-]\d{1,2}[.-]${YEAR_TEXT})`;
 const DAY_MONTH_YEAR = new RegExp(String.raw`^(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\.?(?:,?\s+${YEAR})?$`, 'i');
 const MONTH_DAY_YEAR = new RegExp(String.raw`^(${MONTH})\.?\s+(\d{1,2})${ORDINAL}(?:,?\s+${YEAR})?$`, 'i');

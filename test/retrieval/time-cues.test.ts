@@ -136,6 +136,8 @@ describe('namedPeriod', () => {
     expect(period('What happened on the 30th?')).toEqual({ startMs: day(2023, 5, 30), endMs: day(2023, 5, 31) });
     expect(period('I met my teammates on the 15th after my trip')).toEqual({ startMs: day(2023, 5, 15), endMs: day(2023, 5, 16) });
     expect(period('It was the 4th time she called')).toBeNull();
+    expect(period('She has painted for 4 decades')).toBeNull();
+    expect(period('We watched 3 Marvel movies')).toBeNull();
     expect(period('after 4th grade')).toBeNull();
   });
 
