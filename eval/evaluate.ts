@@ -46,6 +46,8 @@ export interface EvalOptions {
   dataDir?: string;
   /** Store the memories in this PostgreSQL database (kept afterwards, like `dataDir`) instead of a JSONL directory. */
   databaseUrl?: string;
+  /** Send every message without its timestamp (see `planAdds`). */
+  noTimestamps?: boolean;
   log?: (line: string) => void;
   /** No progress bars (tests). */
   quiet?: boolean;
@@ -66,7 +68,8 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   const progress: ProgressFactory = (label, total, unit) => new Progress(label, total, unit, options.quiet ? null : process.stderr);
   const started = Date.now();
   const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
-  const adds = benchmark.users.flatMap((user) => planAdds(user));
+  const adds = benchmark.users.flatMap((user) => planAdds(user, undefined, !options.noTimestamps));
+  if (options.noTimestamps) log('every message is sent without its timestamp');
   const dataset = summarizeDataset(benchmark, adds.length);
   log(`${benchmark.name}: ${dataset.users} users, ${dataset.sessions} sessions, ${dataset.turns} turns in ${adds.length} Adds; ${dataset.questions} questions`);
 

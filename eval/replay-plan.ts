@@ -23,8 +23,10 @@ export interface AddLimits {
  * Splits each session into Adds of at most `maxMessages` messages and `maxWords` words, cutting
  * only between messages; a single message longer than `maxWords` travels alone.
  * Request ids are deterministic so that replaying against a persistent server is idempotent.
+ * `timestamps: false` sends none, as a client may (they are optional in the contract); the request
+ * ids stay the same, so such a replay needs a data directory of its own.
  */
-export function planAdds(user: BenchUser, limits: AddLimits = ADD_LIMITS): PlannedAdd[] {
+export function planAdds(user: BenchUser, limits: AddLimits = ADD_LIMITS, timestamps = true): PlannedAdd[] {
   const adds: PlannedAdd[] = [];
   for (const session of user.sessions) {
     let current: PlannedAdd | undefined;
@@ -46,7 +48,7 @@ export function planAdds(user: BenchUser, limits: AddLimits = ADD_LIMITS): Plann
         words = 0;
       }
       const message: ConversationMessage = { role: turn.role, content: turn.content };
-      if (turn.timestamp !== undefined) message.timestamp = turn.timestamp;
+      if (timestamps && turn.timestamp !== undefined) message.timestamp = turn.timestamp;
       current.messages.push(message);
       current.turnIds.push(turn.turnId);
       words += turnWords;

@@ -32,6 +32,7 @@ interface CliOptions {
   keepData?: boolean;
   dataDir?: string;
   databaseUrl?: string;
+  timestamps: boolean;
 }
 
 /** The embedder of an in-process run: a brought model (--model-dir) gets its prefixes. */
@@ -87,6 +88,7 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     keepData: options.keepData,
     dataDir: options.dataDir,
     databaseUrl: options.databaseUrl,
+    noTimestamps: !options.timestamps,
   });
 
   await mkdir(options.out, { recursive: true });
@@ -130,6 +132,7 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--keep-data', "keep the service's temporary data directory")
     .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
     .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')
+    .option('--no-timestamps', 'send every message without its timestamp, as a client may (use a data directory of its own)')
     .action((options: CliOptions) => run(name, options));
 }
 
@@ -148,6 +151,7 @@ interface TuneCliOptions {
   precision?: 'fp32' | 'int8';
   queryPrefix?: string;
   documentPrefix?: string;
+  timestamps: boolean;
 }
 
 async function runTune(benchmark: string, options: TuneCliOptions): Promise<void> {
@@ -162,6 +166,7 @@ async function runTune(benchmark: string, options: TuneCliOptions): Promise<void
     grid: parseGrid(options.grid),
     makeEmbedder: () => localEmbedder(options),
     command: commandLine(process.argv.slice(2)),
+    noTimestamps: !options.timestamps,
   });
   await mkdir(options.out, { recursive: true });
   const files = { results: join(options.out, 'tune.json'), report: join(options.out, 'tune.md') };
@@ -195,6 +200,7 @@ program
   .option('--query-prefix <text>', 'put before each question, for a brought model trained with one (e5: "query: ")')
   .option('--document-prefix <text>', 'put before each stored text (e5: "passage: ")')
   .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default); use the one the data directory was embedded with').choices(['fp32', 'int8']))
+  .option('--no-timestamps', 'send every message without its timestamp (use a data directory of its own)')
   .action((benchmark: string, options: TuneCliOptions) => runTune(benchmark, options));
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -28,6 +28,8 @@ export interface TuneOptions {
   grid: Grid;
   makeEmbedder: () => Embedder;
   command: string;
+  /** Send every message without its timestamp (see `planAdds`). */
+  noTimestamps?: boolean;
   log?: (line: string) => void;
   quiet?: boolean;
 }
@@ -66,7 +68,7 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   const progress: ProgressFactory = (label, total, unit) => new Progress(label, total, unit, options.quiet ? null : process.stderr);
   const started = Date.now();
   const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
-  const adds = benchmark.users.flatMap((user) => planAdds(user));
+  const adds = benchmark.users.flatMap((user) => planAdds(user, undefined, !options.noTimestamps));
   const points = expandGrid(options.grid, profileWeights('platform'));
   log(`${benchmark.name}: ${benchmark.users.length} users, ${benchmark.questions.length} questions; ${points.length} grid points, ${options.folds} folds`);
   const sessionOf = new Map(benchmark.users.map((user) => [user.userId, sessionKeyOfTurn(user)]));

@@ -6,6 +6,9 @@
  *              + optionWeight · max over options of the same base for the option's text
  *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
  *                + speaker, tag, time-cue (with catch-up), period and event-period boosts − question-turn penalty )
+ *
+ * The period and event-period boosts are weighted by how exactly the periods coincide
+ * (`periodCoincidence`): an exact day counts fully, a shared month or year for little.
  *              · importanceMultiplier · decayMultiplier
  *
  * dense(u) is the cosine between the query and the unit's vector blended with its previous
@@ -82,6 +85,42 @@ export function decayMultiplier(ageMs: number, halfLifeDays: number, weight: num
 export function timeCue(whenQuestion: boolean, hasTimeExpression: boolean, catchUpTurn: boolean, weights: Pick<RetrievalWeights, 'timeCueBoost' | 'catchUpBoost'>): number {
   if (!whenQuestion || !hasTimeExpression) return 0;
   return catchUpTurn ? weights.timeCueBoost + weights.catchUpBoost : weights.timeCueBoost;
+}
+
+/** A half-open time range [startMs, endMs) in Unix milliseconds (as `time-cues.ts` resolves them). */
+export interface Span {
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * How much a coincidence of periods says, by the wider one's length: (1 day / length)^sharpness,
+ * 1 for a day or less. A question's day against a day-long event is near-certain evidence; a
+ * shared month or year is true of many turns that are not the answer. Sharpness 0 weighs every
+ * length alike (the flat boost this replaces).
+ */
+export function periodSpecificity(lengthMs: number, sharpness: number): number {
+  if (sharpness === 0) return 1;
+  return Math.pow(DAY_MS / Math.max(DAY_MS, lengthMs), sharpness);
+}
+
+/**
+ * How exactly two periods coincide, in [0, 1]: the share of the narrower one inside the other,
+ * times the specificity of the wider. 0 when they share no instant. 8 May against "yesterday"
+ * said on 9 May is 1; May against that day is (1/31)^sharpness; 8 May against "last year" less still.
+ */
+export function periodCoincidence(a: Span, b: Span, sharpness: number): number {
+  const overlap = Math.min(a.endMs, b.endMs) - Math.max(a.startMs, b.startMs);
+  if (!(overlap > 0)) return 0;
+  const lengthA = a.endMs - a.startMs;
+  const lengthB = b.endMs - b.startMs;
+  return (overlap / Math.min(lengthA, lengthB)) * periodSpecificity(Math.max(lengthA, lengthB), sharpness);
+}
+
+/** A unit's own time against a period: inside it, the period's specificity; else 0. */
+export function instantCoincidence(timeMs: number, period: Span, sharpness: number): number {
+  if (!(timeMs >= period.startMs && timeMs < period.endMs)) return 0;
+  return periodSpecificity(period.endMs - period.startMs, sharpness);
 }
 
 /** Number of wanted tags (lowercase) the unit carries exactly, times the boost. */

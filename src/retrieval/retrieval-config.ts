@@ -2,7 +2,9 @@
  * Every weight of the fused search score, in one place. `fuse-scores.ts` documents how each
  * term enters the score; the defaults come from the dev-split measurements in eval/README.md
  * (checked on both LoCoMo and LongMemEval, never tuned to one alone; the event-period boost and
- * the question-turn penalty were chosen by `npm run eval -- tune` on every held-out fold).
+ * the question-turn penalty were chosen by `npm run eval -- tune` on every held-out fold, the
+ * period boost 0.3 on every LoCoMo fold, tied on every LongMemEval one; the period sharpnesses
+ * stay 0 because no value above it held there).
  */
 export interface RetrievalWeights {
   /** Share of the min-max normalised dense (cosine) score in the base score; the rest is BM25. 0 = BM25 only, 1 = dense only. */
@@ -28,6 +30,13 @@ export interface RetrievalWeights {
   periodBoost: number;
   /** Added to units whose own event period (their time expressions resolved against their date) overlaps the period the query names. */
   eventPeriodBoost: number;
+  /**
+   * How much less a unit's date inside the query's period counts the longer the period: the period
+   * boost is multiplied by (1 day / its length)^periodSharpness (`instantCoincidence`). 0 = flat.
+   */
+  periodSharpness: number;
+  /** The same for the event-period boost, by the wider of the two periods (`periodCoincidence`). */
+  eventPeriodSharpness: number;
   /** Subtracted from a turn that is itself a question between named speakers; its neighbours still get its full share. */
   questionTurnPenalty: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
@@ -53,8 +62,10 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   tagBoost: 0.2,
   timeCueBoost: 0.05,
   catchUpBoost: 0.1,
-  periodBoost: 0.1,
+  periodBoost: 0.3,
   eventPeriodBoost: 0.2,
+  periodSharpness: 0,
+  eventPeriodSharpness: 0,
   questionTurnPenalty: 0.15,
   importanceWeight: 0.2,
   decayWeight: 0.05,

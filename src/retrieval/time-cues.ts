@@ -68,7 +68,7 @@ const TIME_EXPRESSIONS: readonly string[] = [
   String.raw`\b(?:${UNAMBIGUOUS_MONTH}|${WEEKDAY})\b`,
   String.raw`\b(?:19|20)\d{2}\b`,
   String.raw`\b(?:19|20)?\d0s\b`,
-  String.raw`\b\d{1,2}\/\d{1,2}(?:\/\d{2,4})?\b`,
+  String.raw`\b\d{1,2}\/\d{1,2}(?:\/\d{2,4})?\b|\b\d{1,2}[.-]\d{1,2}[.-](?:19|20)?\d{2}\b`,
   String.raw`\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)`,
   String.raw`\b\d{1,2}:\d{2}\b`,
   // Abbreviated months only next to a day number: "Jan 5", "5 Sept", not Jan the person.
@@ -235,6 +235,113 @@ interface PeriodRule {
 }
 
 const YEAR = String.raw`((?:19|20)\d{2})`;
+const YEAR_TEXT = String.raw`(?:19|20)\d{2}`;
+
+/**
+ * One calendar day in any spelling the rules read, as a single span for `dayFromText`: "8 May
+ * 2023", "the 8th of May", "May 8th, 2023", "Dec 4", "2023-05-08", "12/25/2023", "25.12.2023".
+ * Two-digit years only with slashes ("4/13/23"): with dots or dashes they read as scores and versions.
+ * A month name ends at a word boundary: "4 decades" is not 4 December, "3 Marvel movies" not 3 March.
+ */
+const DAY_TEXT =
+  String.raw`(?:\d{1,2}${ORDINAL}\s+(?:of\s+)?${MONTH}\b\.?(?:,?\s+${YEAR_TEXT})?|${MONTH}\b\.?\s+\d{1,2}${ORDINAL}(?:,?\s+${YEAR_TEXT})?` +
+  String.raw`|${YEAR_TEXT}[-/]\d{1,2}[-/]\d{1,2}|\d{1,2}\/\d{1,2}\/(?:${YEAR_TEXT}|\d{2})|\d{1,2}[.-]\d{1,2}[.-]${YEAR_TEXT})`;
+const DAY_MONTH_YEAR = new RegExp(String.raw`^(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\.?(?:,?\s+${YEAR})?$`, 'i');
+const MONTH_DAY_YEAR = new RegExp(String.raw`^(${MONTH})\.?\s+(\d{1,2})${ORDINAL}(?:,?\s+${YEAR})?$`, 'i');
+const ISO_DATE = new RegExp(String.raw`^${YEAR}[-/](\d{1,2})[-/](\d{1,2})$`);
+const NUMERIC_DATE = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{2}|\d{4})$/;
+
+/**
+ * A numeric date with the year last. The convention: the order of day and month is read from the
+ * numbers, never assumed. A number above 12 can only be the day (25/12/2023, 12/25/2023); equal
+ * numbers are one date either way (4/4/2023). When both orders give a real, different day
+ * (12/4/2023: 12 April or 4 December) the date names nothing: a guess boosts the wrong month
+ * half the time, and no boost costs only what the date could have added. Two-digit years are 20xx.
+ */
+function numericDate(first: number, second: number, yearText: string): TimePeriod | null {
+  const year = yearText.length === 2 ? 2000 + Number(yearText) : Number(yearText);
+  if (first > 12 && second <= 12) return dayPeriod(year, second - 1, first);
+  if (second > 12 && first <= 12) return dayPeriod(year, first - 1, second);
+  if (first === second) return dayPeriod(year, first - 1, first);
+  return null;
+}
+
+/** The day a `DAY_TEXT` span names; one without a year is the latest begun by the reference. */
+function dayFromText(text: string, reference: Date | null): TimePeriod | null {
+  const words = text.trim().replace(/\s+/g, ' ');
+  let m = DAY_MONTH_YEAR.exec(words);
+  const spelled = m !== null ? { day: m[1]!, month: m[2]!, year: m[3] } : (m = MONTH_DAY_YEAR.exec(words)) !== null ? { day: m[2]!, month: m[1]!, year: m[3] } : null;
+  if (spelled !== null) {
+    const month = MONTH_INDEX.get(spelled.month.toLowerCase())!;
+    const day = Number(spelled.day);
+    if (spelled.year !== undefined) return dayPeriod(Number(spelled.year), month, day);
+    return reference === null ? null : dayPeriod(latestYearFor(month, day, reference), month, day);
+  }
+  if ((m = ISO_DATE.exec(words)) !== null) return dayPeriod(Number(m[1]), Number(m[2]) - 1, Number(m[3]));
+  if ((m = NUMERIC_DATE.exec(words)) !== null) return numericDate(Number(m[1]), Number(m[2]), m[3]!);
+  return null;
+}
+
+/** Beginning, middle or end of a season or year: its first, middle or last third. */
+function partThird(part: string): 0 | 1 | 2 {
+  const lower = part.toLowerCase();
+  if (lower === 'beginning' || lower === 'start' || lower === 'early') return 0;
+  if (lower === 'middle' || lower === 'mid') return 1;
+  return 2;
+}
+
+/** The first, middle or last third of a period of whole months (a season: one month; a year: four). */
+function monthsThird(period: TimePeriod, third: 0 | 1 | 2): TimePeriod {
+  const start = new Date(period.startMs);
+  const months = Math.round((period.endMs - period.startMs) / (30.44 * DAY_MS));
+  const size = months / 3;
+  const year = start.getUTCFullYear();
+  const month = start.getUTCMonth();
+  return { startMs: Date.UTC(year, month + third * size, 1), endMs: Date.UTC(year, month + (third + 1) * size, 1) };
+}
+
+/** The Saturday (00:00) of the weekend after `dayMs`'s day (strictly), or the one before it ("the weekend before": over by then). */
+function weekendNear(dayMs: number, direction: 'before' | 'after'): TimePeriod {
+  const weekday = new Date(dayMs).getUTCDay();
+  const saturday = direction === 'after' ? dayMs + ((6 - weekday + 7) % 7 || 7) * DAY_MS : dayMs - [8, 2, 3, 4, 5, 6, 7][weekday]! * DAY_MS;
+  return { startMs: saturday, endMs: saturday + 2 * DAY_MS };
+}
+
+/**
+ * "the Friday before 15 May", "the weekend after 3 June 2023", "the day before May 8", "the week
+ * of 4 December": periods placed by a date. Read before the dates that only bound an event are
+ * blanked, since these words are the same ("before 15 May").
+ */
+const DATE_RELATIVE_RULES: readonly PeriodRule[] = [
+  {
+    pattern: new RegExp(String.raw`\bthe\s+week\s+of\s+(?:${WEEKDAY},?\s+)?(?:the\s+)?(${DAY_TEXT})(?![\d/.-]*\d)`, 'gi'),
+    resolve: (m, reference) => {
+      const day = dayFromText(m[1]!, reference);
+      if (day === null) return null;
+      const startMs = weekStart(new Date(day.startMs));
+      return { startMs, endMs: startMs + WEEK_MS };
+    },
+  },
+  {
+    pattern: new RegExp(String.raw`\b(?:the\s+)?(${WEEKDAY}|weekend|day|week)\s+(before|after)\s+(?:${WEEKDAY},?\s+)?(?:the\s+)?(${DAY_TEXT})(?![\d/.-]*\d)`, 'gi'),
+    resolve: (m, reference) => {
+      const day = dayFromText(m[3]!, reference);
+      if (day === null) return null;
+      const what = m[1]!.toLowerCase();
+      const direction = m[2]!.toLowerCase() as 'before' | 'after';
+      if (what === 'weekend') return weekendNear(day.startMs, direction);
+      if (what === 'week') return direction === 'before' ? { startMs: day.startMs - WEEK_MS, endMs: day.startMs } : { startMs: day.endMs, endMs: day.endMs + WEEK_MS };
+      let daysAway = 1;
+      if (what !== 'day') {
+        const from = new Date(day.startMs).getUTCDay();
+        const to = WEEKDAY_INDEX.get(what)!;
+        daysAway = direction === 'before' ? ((from - to + 7) % 7) || 7 : ((to - from + 7) % 7) || 7;
+      }
+      const startMs = day.startMs + (direction === 'before' ? -daysAway : daysAway) * DAY_MS;
+      return { startMs, endMs: startMs + DAY_MS };
+    },
+  },
+];
 
 /**
  * Ordered from most to least specific: each match blanks its words so that "8 May 2023" is not
@@ -242,16 +349,28 @@ const YEAR = String.raw`((?:19|20)\d{2})`;
  */
 const PERIOD_RULES: readonly PeriodRule[] = [
   {
-    pattern: new RegExp(String.raw`\b(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\.?,?\s+${YEAR}\b`, 'gi'),
-    resolve: (m) => dayPeriod(Number(m[3]), MONTH_INDEX.get(m[2]!.toLowerCase())!, Number(m[1])),
+    // A weekday before the date is part of it ("on Friday, 12 May"), not "last Friday".
+    pattern: new RegExp(String.raw`\b(?:${WEEKDAY},?\s+(?:the\s+)?)?(${DAY_TEXT})(?![\d/.-]*\d)(?!:)`, 'gi'),
+    resolve: (m, reference) => dayFromText(m[1]!, reference),
   },
   {
-    pattern: new RegExp(String.raw`\b(${MONTH})\.?\s+(\d{1,2})${ORDINAL},?\s+${YEAR}\b`, 'gi'),
-    resolve: (m) => dayPeriod(Number(m[3]), MONTH_INDEX.get(m[1]!.toLowerCase())!, Number(m[2])),
-  },
-  {
-    pattern: new RegExp(String.raw`\b${YEAR}[-/](\d{1,2})[-/](\d{1,2})\b`, 'g'),
-    resolve: (m) => dayPeriod(Number(m[1]), Number(m[2]) - 1, Number(m[3])),
+    // "the first three days of May", "the last two weeks of August 2023": counted from the month's edge.
+    pattern: new RegExp(
+      String.raw`\b(?:the\s+)?(first|last|final)\s+(${COUNT}|few|couple\s+of|several)\s+(days|weeks)\s+of\s+(?:the\s+month\s+of\s+)?(${MONTH})\.?(?:,?\s+${YEAR})?\b`,
+      'gi',
+    ),
+    resolve: (m, reference) => {
+      const month = MONTH_INDEX.get(m[4]!.toLowerCase())!;
+      if (m[5] === undefined && reference === null) return null;
+      const year = m[5] !== undefined ? Number(m[5]) : latestYearFor(month, 1, reference!);
+      const word = m[2]!.toLowerCase().replace(/\s+/g, ' ');
+      const count = COUNT_WORDS.has(word) || /^\d/.test(word) ? toCount(word) : vagueRange(word)[1];
+      const span = count * (m[3]!.toLowerCase() === 'weeks' ? WEEK_MS : DAY_MS);
+      const whole = monthPeriod(year, month);
+      return m[1]!.toLowerCase() === 'first'
+        ? { startMs: whole.startMs, endMs: Math.min(whole.endMs, whole.startMs + span) }
+        : { startMs: Math.max(whole.startMs, whole.endMs - span), endMs: whole.endMs };
+    },
   },
   {
     // "the first week of August 2023", "the last weekend of May", "the beginning of January",
@@ -274,21 +393,47 @@ const PERIOD_RULES: readonly PeriodRule[] = [
     resolve: (m) => monthPeriod(Number(m[2]), MONTH_INDEX.get(m[1]!.toLowerCase())!),
   },
   {
-    pattern: new RegExp(String.raw`\b(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\b`, 'gi'),
+    // "on the 4th": that day of the latest month in which it has begun. Not "the 4th time".
+    pattern: new RegExp(
+      String.raw`\b(?:on\s+)?(?:${WEEKDAY},?\s+)?the\s+(\d{1,2})(?:st|nd|rd|th)\b(?=\s*(?:$|[^\w\s]|(?:at|in|on|when|after|before|i|we|he|she|they|you)\b))`,
+      'gi',
+    ),
     resolve: (m, reference) => {
       if (reference === null) return null;
-      const month = MONTH_INDEX.get(m[2]!.toLowerCase())!;
       const day = Number(m[1]);
-      return dayPeriod(latestYearFor(month, day, reference), month, day);
+      const year = reference.getUTCFullYear();
+      const month = day <= reference.getUTCDate() ? reference.getUTCMonth() : reference.getUTCMonth() - 1;
+      const first = new Date(Date.UTC(year, month, 1));
+      return dayPeriod(first.getUTCFullYear(), first.getUTCMonth(), day);
     },
   },
   {
-    pattern: new RegExp(String.raw`\b(${MONTH})\.?\s+(\d{1,2})${ORDINAL}\b(?!:)`, 'gi'),
+    // "towards the end of summer", "early summer 2023", "the beginning of last winter": a third of the season.
+    pattern: new RegExp(
+      String.raw`\b(?:(?:the\s+)?(beginning|start|middle|end)\s+of\s+(?:the\s+)?|(early|mid|late)[\s-]+)(?:(this|last|past)\s+)?${SEASON}(?:\s+(?:of\s+)?${YEAR})?\b`,
+      'gi',
+    ),
     resolve: (m, reference) => {
+      const third = partThird((m[1] ?? m[2])!);
+      if (m[5] !== undefined) return monthsThird(seasonPeriod(Number(m[5]), m[4]!), third);
       if (reference === null) return null;
-      const month = MONTH_INDEX.get(m[1]!.toLowerCase())!;
-      const day = Number(m[2]);
-      return dayPeriod(latestYearFor(month, day, reference), month, day);
+      return monthsThird(relativeSeason(m[3]?.toLowerCase() ?? 'in', m[4]!, reference), third);
+    },
+  },
+  {
+    // "the end of the year", "early 2023", "mid-2022", "the beginning of this month", "late last year".
+    pattern: new RegExp(
+      String.raw`\b(?:(?:the\s+)?(beginning|start|middle|end)\s+of\s+|(early|mid|late)[\s-]+)(?:(?:(the|this|last|past|previous)\s+)?(month|year)|${YEAR})\b`,
+      'gi',
+    ),
+    resolve: (m, reference) => {
+      const part = (m[1] ?? m[2])!.toLowerCase();
+      if (m[5] !== undefined) return monthsThird(yearPeriod(Number(m[5])), partThird(part));
+      if (reference === null) return null;
+      const back = m[3] !== undefined && /^(?:last|past|previous)$/i.test(m[3]) ? 1 : 0;
+      if (m[4]!.toLowerCase() === 'year') return monthsThird(yearPeriod(reference.getUTCFullYear() - back), partThird(part));
+      const first = new Date(Date.UTC(reference.getUTCFullYear(), reference.getUTCMonth() - back, 1));
+      return monthPart(first.getUTCFullYear(), first.getUTCMonth(), part);
     },
   },
   {
@@ -449,25 +594,18 @@ const BARE_YEAR = /\b((?:19|20)\d{2})\b(?!s)/g;
 const BOUNDING_DATE = new RegExp(
   String.raw`\b(as\s+of|since|after|before|until|till|by)\s+` +
     String.raw`(?:(?:the\s+)?\d{1,2}${ORDINAL}\s+(?:of\s+)?${MONTH}\.?(?:,?\s+${YEAR})?` +
-    String.raw`|${MONTH}\.?(?:\s+\d{1,2}${ORDINAL})?(?:,?\s+${YEAR})?|${YEAR})\b`,
+    String.raw`|${MONTH}\.?(?:\s+\d{1,2}${ORDINAL})?(?:,?\s+${YEAR})?|${DAY_TEXT}|${YEAR})\b`,
   'gi',
 );
 /**
  * "last weekend before April 10, 2023", "the week before 16 November 2023": the date after
  * "before" replaces the reference for the relative words.
  */
-const ANCHOR_DATE = new RegExp(
-  String.raw`\bbefore\s+(?:(\d{1,2})${ORDINAL}\s+(?:of\s+)?(${MONTH})\.?,?\s+${YEAR}|(${MONTH})\.?\s+(\d{1,2})${ORDINAL},?\s+${YEAR})\b`,
-  'i',
-);
+const ANCHOR_DATE = new RegExp(String.raw`\bbefore\s+(?:${WEEKDAY},?\s+)?(?:the\s+)?(${DAY_TEXT})(?![\d/.-]*\d)`, 'i');
 
-function anchorDate(query: string): Date | null {
+function anchorDate(query: string, reference: Date | null): Date | null {
   const m = ANCHOR_DATE.exec(query);
-  if (m === null) return null;
-  const period =
-    m[1] !== undefined
-      ? dayPeriod(Number(m[3]), MONTH_INDEX.get(m[2]!.toLowerCase())!, Number(m[1]))
-      : dayPeriod(Number(m[6]), MONTH_INDEX.get(m[4]!.toLowerCase())!, Number(m[5]));
+  const period = m === null ? null : dayFromText(m[1]!, reference);
   return period === null ? null : new Date(period.startMs);
 }
 
@@ -481,34 +619,46 @@ function anchorDate(query: string): Date | null {
  * needed but invalid, or when the period starts after the reference (a plan, not a memory).
  */
 export function namedPeriod(query: string, reference: Date = new Date()): TimePeriod | null {
-  const validReference = anchorDate(query) ?? (Number.isFinite(reference.getTime()) ? reference : null);
-  // The bounding word stays: "the week before" still needs its "before".
-  let text = query.replace(BOUNDING_DATE, (words, keyword: string) => keyword + ' '.repeat(words.length - keyword.length));
+  const given = Number.isFinite(reference.getTime()) ? reference : null;
   const found: TimePeriod[] = [];
-  for (const rule of PERIOD_RULES) {
-    // Matched phrases are blanked in one pass (rebuilding the text per match is quadratic on a
-    // long query) so that a later, looser rule cannot read them again.
-    let blanked = '';
-    let copied = 0;
-    for (const match of text.matchAll(rule.pattern)) {
-      const period = rule.resolve(match, validReference);
-      if (period !== null) found.push(period);
-      blanked += text.slice(copied, match.index) + ' '.repeat(match[0].length);
-      copied = match.index! + match[0].length;
-    }
-    if (copied > 0) text = blanked + text.slice(copied);
-  }
+  let text = applyRules(DATE_RELATIVE_RULES, query, given, found);
+  const validReference = anchorDate(text, given) ?? given;
+  // A question placed by a date ("the week before 16 November") is a memory up to that date.
+  const asked = anchorDate(query, given) ?? given;
+  // The bounding word stays: "the week before" still needs its "before".
+  text = text.replace(BOUNDING_DATE, (words, keyword: string) => keyword + ' '.repeat(words.length - keyword.length));
+  text = applyRules(PERIOD_RULES, text, validReference, found);
   if (found.length === 0) {
     for (const match of text.matchAll(BARE_YEAR)) found.push(yearPeriod(Number(match[1])));
   }
 
-  const latest = validReference === null ? Infinity : validReference.getTime();
+  const latest = asked === null ? Infinity : asked.getTime();
   const past = found.filter((period) => period.startMs <= latest);
   if (past.length === 0) return null;
   return {
     startMs: Math.min(...past.map((period) => period.startMs)),
     endMs: Math.max(...past.map((period) => period.endMs)),
   };
+}
+
+/**
+ * Each rule in turn resolves its matches into `found` and blanks them, so that a later, looser rule
+ * cannot read them again ("8 May 2023" is not read again as "May 2023" or "2023"). One pass per
+ * rule: rebuilding the text per match is quadratic on a long text.
+ */
+function applyRules(rules: readonly PeriodRule[], text: string, reference: Date | null, found: TimePeriod[]): string {
+  for (const rule of rules) {
+    let blanked = '';
+    let copied = 0;
+    for (const match of text.matchAll(rule.pattern)) {
+      const period = rule.resolve(match, reference);
+      if (period !== null) found.push(period);
+      blanked += text.slice(copied, match.index) + ' '.repeat(match[0].length);
+      copied = match.index! + match[0].length;
+    }
+    if (copied > 0) text = blanked + text.slice(copied);
+  }
+  return text;
 }
 
 /** "8 May 2023" (UTC), the form lexical documents carry so a question naming the date can match it. */

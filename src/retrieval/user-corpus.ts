@@ -5,8 +5,10 @@ import {
   fuseColumnsAt,
   fuseScore,
   importanceMultiplier,
+  instantCoincidence,
   minMaxNormalize,
   partsAt,
+  periodCoincidence,
   tagBoost,
   timeCue,
   withNeighbours,
@@ -16,7 +18,7 @@ import {
   type ScoreTerm,
 } from './fuse-scores.js';
 import type { RetrievalWeights } from './retrieval-config.js';
-import { periodsOverlap, type TimePeriod } from './time-cues.js';
+import type { TimePeriod } from './time-cues.js';
 import { VectorIndex } from './vector-index.js';
 
 /** What retrieval knows of one stored unit. */
@@ -458,8 +460,8 @@ export class UserCorpus {
       if (unit.tags.length > 0) terms.tags[i] = tagBoost(unit.tags, wantedTags, weights.tagBoost);
       if (query.whenQuestion) terms.timeCue[i] = timeCue(query.whenQuestion, unit.hasTimeExpression, layout.catchUpTurn[candidates[i]] === 1, weights);
       if (period) {
-        if (unit.timeMs >= period.startMs && unit.timeMs < period.endMs) terms.period[i] = weights.periodBoost;
-        if (unit.eventPeriod && periodsOverlap(unit.eventPeriod, period)) terms.eventPeriod[i] = weights.eventPeriodBoost;
+        terms.period[i] = weights.periodBoost * instantCoincidence(unit.timeMs, period, weights.periodSharpness);
+        if (unit.eventPeriod) terms.eventPeriod[i] = weights.eventPeriodBoost * periodCoincidence(unit.eventPeriod, period, weights.eventPeriodSharpness);
       }
       if (unit.isQuestion) terms.questionTurn[i] = -weights.questionTurnPenalty;
       terms.importance[i] = importanceMultiplier(unit.importance, weights.importanceWeight);

@@ -28,6 +28,12 @@ describe('planAdds', () => {
     expect(adds[0].messages[0]).toEqual({ role: 'user', content: 'w w w', timestamp: 1000 });
   });
 
+  it('sends no timestamps when asked, with the same request ids and cuts', () => {
+    const adds = planAdds(user([3, 4, 5]), undefined, false);
+    expect(adds[0].requestId).toBe('u/s/0');
+    expect(adds[0].messages.map((message) => 'timestamp' in message)).toEqual([false, false, false]);
+  });
+
   it('cuts at 20 messages', () => {
     const adds = planAdds(user(Array.from({ length: 45 }, () => 1)));
     expect(adds.map((add) => add.messages.length)).toEqual([20, 20, 5]);

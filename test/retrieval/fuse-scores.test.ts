@@ -6,7 +6,10 @@ import {
   fuseColumnsAt,
   fuseScore,
   importanceMultiplier,
+  instantCoincidence,
   partsAt,
+  periodCoincidence,
+  periodSpecificity,
   type FusedColumns,
   minMaxNormalize,
   type FusedParts,
@@ -17,6 +20,39 @@ import {
 } from '../../src/retrieval/fuse-scores.js';
 
 describe('fusion terms', () => {
+  const DAY = 86_400_000;
+  const days = (first: number, count: number) => ({ startMs: first * DAY, endMs: (first + count) * DAY });
+
+  it('periodSpecificity is 1 up to a day and falls as a power of the length', () => {
+    expect(periodSpecificity(DAY, 0.5)).toBe(1);
+    expect(periodSpecificity(DAY / 2, 0.5)).toBe(1);
+    expect(periodSpecificity(4 * DAY, 0.5)).toBeCloseTo(0.5, 12);
+    expect(periodSpecificity(365 * DAY, 1)).toBeCloseTo(1 / 365, 12);
+    expect(periodSpecificity(365 * DAY, 0)).toBe(1);
+  });
+
+  it('periodCoincidence: an exact day counts fully, a wide or partial overlap less, no overlap nothing', () => {
+    const asked = days(100, 1);
+    expect(periodCoincidence(days(100, 1), asked, 0.5)).toBe(1);
+    // A week-long event holding the day: all of the day, a week's specificity.
+    expect(periodCoincidence(days(97, 7), asked, 0.5)).toBeCloseTo(Math.sqrt(1 / 7), 12);
+    // A month asked, a day-long event inside it: symmetric in its arguments.
+    expect(periodCoincidence(asked, days(90, 30), 0.5)).toBeCloseTo(Math.sqrt(1 / 30), 12);
+    expect(periodCoincidence(days(90, 30), asked, 0.5)).toBeCloseTo(Math.sqrt(1 / 30), 12);
+    // Half of a two-day weekend inside a week.
+    expect(periodCoincidence(days(99, 2), days(93, 7), 0)).toBeCloseTo(0.5, 12);
+    expect(periodCoincidence(days(101, 1), asked, 0.5)).toBe(0);
+    expect(periodCoincidence(days(0, 365), asked, 1)).toBeCloseTo(1 / 365, 12);
+    expect(periodCoincidence(days(0, 365), asked, 0)).toBe(1);
+  });
+
+  it('instantCoincidence: a time inside the period takes its specificity, outside it nothing', () => {
+    expect(instantCoincidence(100.5 * DAY, days(100, 1), 0.5)).toBe(1);
+    expect(instantCoincidence(100.5 * DAY, days(92, 16), 0.5)).toBeCloseTo(0.25, 12);
+    expect(instantCoincidence(101 * DAY, days(100, 1), 0.5)).toBe(0);
+    expect(instantCoincidence(99.9 * DAY, days(100, 1), 0)).toBe(0);
+  });
+
   it('minMaxNormalize maps the range onto [0, 1]; a flat list to ones when positive, zeros otherwise', () => {
     expect([...minMaxNormalize([2, 4, 6])]).toEqual([0, 0.5, 1]);
     expect([...minMaxNormalize([-1, 1])]).toEqual([0, 1]);

@@ -119,6 +119,82 @@ describe('namedPeriod', () => {
     }
   });
 
+  it('reads a day month-first and day-first, with or without a year, and a weekday before it', () => {
+    const dec4 = { startMs: day(2022, 12, 4), endMs: day(2022, 12, 5) };
+    for (const query of ['on December 4, 2022', 'on 4 December 2022', 'on Dec 4', 'on 4 Dec', 'on the 4th of December', 'on Sunday, 4 December 2022']) {
+      expect(period(query)).toEqual(dec4);
+    }
+    // The weekday belongs to the date: not "last Sunday" as well.
+    expect(period('What did she do on Friday, 12 May 2023?')).toEqual({ startMs: day(2023, 5, 12), endMs: day(2023, 5, 13) });
+  });
+
+  it('reads "the 4th" as that day of the latest month in which it has begun', () => {
+    expect(period('What happened on the 4th?')).toEqual({ startMs: day(2023, 5, 4), endMs: day(2023, 5, 5) });
+    expect(period('What did she do on Friday the 12th?')).toEqual({ startMs: day(2023, 5, 12), endMs: day(2023, 5, 13) });
+    // The 31st has not come yet on 30 May: the last one was in March (April has 30 days).
+    expect(period('What happened on the 31st?')).toBeNull();
+    expect(period('What happened on the 30th?')).toEqual({ startMs: day(2023, 5, 30), endMs: day(2023, 5, 31) });
+    expect(period('I met my teammates on the 15th after my trip')).toEqual({ startMs: day(2023, 5, 15), endMs: day(2023, 5, 16) });
+    expect(period('It was the 4th time she called')).toBeNull();
+    expect(period('She has painted for 4 decades')).toBeNull();
+    expect(period('We watched 3 Marvel movies')).toBeNull();
+    expect(period('after 4th grade')).toBeNull();
+  });
+
+  it('reads ISO and numeric dates; a numeric day/month order is read from the numbers, never guessed', () => {
+    const apr13 = { startMs: day(2023, 4, 13), endMs: day(2023, 4, 14) };
+    for (const query of ['on 2023-04-13', 'on 2023/4/13', 'at 2023-04-13T10:00', 'on 13/4/2023', 'on 4/13/2023', 'on 4/13/23', 'on 13.4.2023', 'on 13-04-2023']) {
+      expect(period(query)).toEqual(apr13);
+    }
+    expect(period('on 4/4/2023')).toEqual({ startMs: day(2023, 4, 4), endMs: day(2023, 4, 5) });
+    // 12 April or 4 December: nothing, and not the whole of 2023 either.
+    expect(period('What happened on 12/4/2023?')).toBeNull();
+    expect(period('on 31/4/2023')).toBeNull();
+    expect(period('Eat 3/4 of the cake')).toBeNull();
+    expect(period('since 12/25/2022')).toBeNull();
+  });
+
+  it('reads the first or last N days or weeks of a month', () => {
+    const later = new Date(Date.UTC(2023, 9, 1));
+    expect(period('What did Jon do in the last two weeks of August 2023?', later)).toEqual({ startMs: day(2023, 8, 18), endMs: day(2023, 9, 1) });
+    expect(period('the first three days of May')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 5, 4) });
+    expect(period('the last 3 days of April')).toEqual({ startMs: day(2023, 4, 28), endMs: day(2023, 5, 1) });
+    expect(period('the last few days of April')).toEqual({ startMs: day(2023, 4, 26), endMs: day(2023, 5, 1) });
+    // Never past the month: six weeks of February are February.
+    expect(period('the first six weeks of February 2023')).toEqual({ startMs: day(2023, 2, 1), endMs: day(2023, 3, 1) });
+  });
+
+  it('reads the beginning, middle or end of a season, a year or the current month', () => {
+    expect(period('What did they do towards the end of summer?')).toEqual({ startMs: day(2022, 8, 1), endMs: day(2022, 9, 1) });
+    expect(period('in late summer 2021')).toEqual({ startMs: day(2021, 8, 1), endMs: day(2021, 9, 1) });
+    expect(period('the beginning of last winter')).toEqual({ startMs: day(2022, 12, 1), endMs: day(2023, 1, 1) });
+    expect(period('early 2023')).toEqual({ startMs: day(2023, 1, 1), endMs: day(2023, 5, 1) });
+    expect(period('mid-2022')).toEqual({ startMs: day(2022, 5, 1), endMs: day(2022, 9, 1) });
+    expect(period('at the end of last year')).toEqual({ startMs: day(2022, 9, 1), endMs: day(2023, 1, 1) });
+    expect(period('at the end of the month')).toEqual({ startMs: day(2023, 5, 21), endMs: day(2023, 6, 1) });
+    expect(period('the beginning of last month')).toEqual({ startMs: day(2023, 4, 1), endMs: day(2023, 4, 11) });
+    // The end of this year has not begun on 30 May: a plan.
+    expect(period('What will she do at the end of the year?')).toBeNull();
+  });
+
+  it('reads the week of a date (Monday to Sunday) and days, weekdays and weekends before or after a date', () => {
+    // 8 May 2023 is a Monday, 10 May a Wednesday, 15 May a Monday.
+    expect(period('the week of 10 May')).toEqual({ startMs: day(2023, 5, 8), endMs: day(2023, 5, 15) });
+    expect(period('the week of May 8, 2023')).toEqual({ startMs: day(2023, 5, 8), endMs: day(2023, 5, 15) });
+    expect(period('What did he do the Friday before 15 May?')).toEqual({ startMs: day(2023, 5, 12), endMs: day(2023, 5, 13) });
+    expect(period('the Friday after 12 May 2023')).toEqual({ startMs: day(2023, 5, 19), endMs: day(2023, 5, 20) });
+    // 6 May 2023 is a Saturday: the Saturday before it is the one a week earlier.
+    expect(period('the Saturday before 6 May')).toEqual({ startMs: day(2023, 4, 29), endMs: day(2023, 4, 30) });
+    expect(period('the day after May 8')).toEqual({ startMs: day(2023, 5, 9), endMs: day(2023, 5, 10) });
+    expect(period('the day before 2023-05-08')).toEqual({ startMs: day(2023, 5, 7), endMs: day(2023, 5, 8) });
+    // A Sunday is inside its weekend: the weekend before it is the previous one.
+    expect(period('the weekend before Sunday 9 April 2023')).toEqual({ startMs: day(2023, 4, 1), endMs: day(2023, 4, 3) });
+    expect(period('the weekend after 3 May')).toEqual({ startMs: day(2023, 5, 6), endMs: day(2023, 5, 8) });
+    expect(period('the week after 3 May')).toEqual({ startMs: day(2023, 5, 4), endMs: day(2023, 5, 11) });
+    expect(period('the Friday before 12/4/2023')).toBeNull();
+    expect(period('the Friday after 30 May')).toBeNull();
+  });
+
   it('reads a month and year as that month', () => {
     expect(period('What did Caroline do in May 2023?')).toEqual({ startMs: day(2023, 5, 1), endMs: day(2023, 6, 1) });
     expect(period('Where did Joanna travel to in Jul. 2022?')).toEqual({ startMs: day(2022, 7, 1), endMs: day(2022, 8, 1) });

@@ -159,6 +159,30 @@ describe('UserCorpus', () => {
     expect(byseq.get(0)!.score).toBeCloseTo(unpenalised.find((r) => r.seq === 0)!.score - 0.1, 12);
   });
 
+  it('weighs the period boosts by how exactly the periods coincide, each by its own sharpness', () => {
+    const DAY = 86_400_000;
+    const may8 = { startMs: Date.UTC(2023, 4, 8), endMs: Date.UTC(2023, 4, 9) };
+    const corpus = corpusWithIndex();
+    corpus.add([
+      unit(0, 'I painted a lake', { eventPeriod: may8, timeMs: may8.startMs + DAY + 3_600_000 }),
+      unit(1, 'I painted a lake too', { eventPeriod: { startMs: Date.UTC(2023, 4, 1), endMs: Date.UTC(2023, 4, 5) }, timeMs: may8.startMs + 3_600_000 }),
+    ]);
+    const weights = resolveWeights({ ...lexicalOnly, periodBoost: 0.3, eventPeriodBoost: 0.4, periodSharpness: 0.5, eventPeriodSharpness: 1 });
+    const term = (list: ReturnType<UserCorpus['search']>, seq: number, name: string) =>
+      list.find((r) => r.seq === seq)!.explanation!.terms.find((t) => t.term === name)?.value;
+    // The day asked: the event told the next day counts fully, the turn dated that day fully too.
+    const day = corpus.search(query('paint', { period: may8, explain: true }), weights, 2);
+    expect(term(day, 0, 'eventPeriod')).toBeCloseTo(0.4, 12);
+    expect(term(day, 1, 'period')).toBeCloseTo(0.3, 12);
+    expect(term(day, 1, 'eventPeriod')).toBeUndefined();
+    // The week of 1-7 May plus the 8th (8 days): the four-day event inside it by its specificity alone.
+    const week = { startMs: Date.UTC(2023, 4, 1), endMs: Date.UTC(2023, 4, 9) };
+    const wide = corpus.search(query('paint', { period: week, explain: true }), weights, 2);
+    expect(term(wide, 1, 'eventPeriod')).toBeCloseTo(0.4 / 8, 12);
+    expect(term(wide, 1, 'period')).toBeCloseTo(0.3 * Math.sqrt(1 / 8), 12);
+    expect(term(wide, 0, 'eventPeriod')).toBeCloseTo(0.4 / 8, 12);
+  });
+
   it('gives "when" questions the catch-up boost in the first two turns of a session only, parts of one message counting once', () => {
     const corpus = corpusWithIndex();
     const said = { hasTimeExpression: true };
