@@ -63,4 +63,17 @@ describe('the Python client (clients/python)', () => {
     // A suite that skipped itself would also exit 0.
     expect(output, output).not.toMatch(/skipped/);
   });
+
+  it('installs with pip from its folder with nothing to fetch (no index, no wheel package), and the installed package imports', async () => {
+    const target = await tempDir();
+    const pythonRoot = path.join(projectRoot, 'clients/python');
+    const env = { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PYTHONDONTWRITEBYTECODE: '1' };
+    const installed = await run(PYTHON, ['-m', 'pip', 'install', '--no-index', '--no-deps', '--target', target, pythonRoot], { cwd: target, env });
+    expect(installed.code, installed.output).toBe(0);
+    const imported = await run(PYTHON, ['-c', 'import memorypool, sys; print(memorypool.__file__); print(memorypool.MemoryPoolClient.__name__)'], { cwd: target, env: { ...env, PYTHONPATH: target } });
+    expect(imported.code, imported.output).toBe(0);
+    const [file, name] = imported.output.trim().split('\n');
+    expect(file.startsWith(target)).toBe(true);
+    expect(name).toBe('MemoryPoolClient');
+  });
 });
