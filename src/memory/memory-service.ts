@@ -609,19 +609,20 @@ export class MemoryService {
   }
 
   private async storeConversation(input: ConversationAdd): Promise<AddOutcome> {
-    // Before any await: the place in line is the order this Add arrived in.
+    // Before any await: the place in line is the order this Add arrived in, and so is its time
+    // (the date of messages without a timestamp), so a session's undated turns keep their order.
+    const receivedAt = Date.now();
     const place = this.arrivals.enter(input.userId);
     try {
-      return await this.storeConversationInTurn(input, place.turn);
+      return await this.storeConversationInTurn(input, place.turn, receivedAt);
     } finally {
       place.leave();
     }
   }
 
-  private async storeConversationInTurn(input: ConversationAdd, turn: Promise<void>): Promise<AddOutcome> {
+  private async storeConversationInTurn(input: ConversationAdd, turn: Promise<void>, receivedAt: number): Promise<AddOutcome> {
     const known = await this.cache.get(input.userId);
     if (known.requestIds.has(input.requestId) || (await this.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
-    const receivedAt = Date.now();
     const drafts: Array<{ unit: UnitText; messageIndex: number; part: number; parts: number }> = [];
     input.messages.forEach((message, messageIndex) => {
       const timeMs = message.timestamp ?? receivedAt;

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { ArrivalOrder } from '../../src/memory/arrival-order.js';
-import { openService, sleep } from '../helper.js';
+import { silentLogger } from '../../src/logger.js';
+import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
+import { openService, sleep, tempDir } from '../helper.js';
 
 /** The hash embedder, but each call's vectors are handed back only when the test says so. */
 class GatedEmbedder implements Embedder {
@@ -96,5 +98,25 @@ describe('Adds of one session sent at once', () => {
     expect(await second).toEqual({ stored: true, units: 1 });
     embedder.gated = false;
     expect((await service.list({ userId: 'conv', limit: 10 })).map((memory) => memory.text)).toEqual(['This one is stored.']);
+  });
+});
+
+describe('Adds without timestamps', () => {
+  it('take their time when they arrive, so a first Add slowed before its embedding is not dated after the second', async () => {
+    const store = new JsonlMemoryStore(await tempDir(), silentLogger());
+    const hasRequest = store.hasRequest.bind(store);
+    // The first Add's request-id check is slow (a store under load); the second's is not.
+    store.hasRequest = async (userId, requestId) => {
+      if (requestId === 'first') await sleep(80);
+      return hasRequest(userId, requestId);
+    };
+    const service = await openService({ store });
+    const undated = (requestId: string, content: string) => ({ requestId, userId: 'conv', sessionId: 's', messages: [{ role: 'Caroline', content }] });
+    await Promise.all([service.addConversation(undated('first', 'I went to a support group.')), service.addConversation(undated('second', 'It was powerful.'))]);
+    const { units } = await store.load('conv');
+    const time = (requestId: string) => Date.parse(units.find((unit) => unit.record.request_id === requestId)!.record.occurred_at!);
+    expect(time('first')).toBeLessThanOrEqual(time('second'));
+    // Stored in arrival order too.
+    expect(units.map((unit) => unit.record.request_id)).toEqual(['first', 'second']);
   });
 });
