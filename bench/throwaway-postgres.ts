@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { freePort } from './server-process.js';
 
 /**
@@ -107,7 +108,6 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
     },
     url,
     async createDatabase(name) {
-      const { default: pg } = await import('pg');
       const client = new pg.Client({ connectionString: url() });
       await client.connect();
       try {

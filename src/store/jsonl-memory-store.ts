@@ -243,7 +243,7 @@ export class JsonlMemoryStore implements MemoryStore {
 
   /** Read without the lock unless the file needs repair, as a load is. */
   async history(userId: string, id: string): Promise<MemoryVersion[]> {
-    const loaded = (await this.files.load(userId, { repair: false })) ?? (await this.withUserLock(userId, () => this.files.load(userId)));
+    const loaded = await this.readRepairing(userId, (repair) => this.files.load(userId, { repair }));
     return loaded.records.find((record) => record.id === id)?.history ?? [];
   }
 
@@ -297,7 +297,7 @@ export class JsonlMemoryStore implements MemoryStore {
 
   /** The whole file, read without the lock unless something needs repair; the head is set from that very read. */
   private async readUser(userId: string): Promise<UserSnapshot> {
-    const loaded = (await this.files.loadUnits(userId, { repair: false })) ?? (await this.files.withUserLock(userId, () => this.files.loadUnits(userId)));
+    const loaded = await this.readRepairing(userId, (repair) => this.files.loadUnits(userId, { repair }));
     const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
     // History stays on disk: a cache never needs it (`history` reads it when asked).
     const units: StoredUnit[] = loaded.records.map(({ batch: _batch, history: _history, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
@@ -336,10 +336,17 @@ export class JsonlMemoryStore implements MemoryStore {
         return head;
       }
     }
-    const loaded = locked
-      ? await this.files.load(userId)
-      : ((await this.files.load(userId, { repair: false })) ?? (await this.files.withUserLock(userId, () => this.files.load(userId))));
+    const loaded = locked ? await this.files.load(userId) : await this.readRepairing(userId, (repair) => this.files.load(userId, { repair }));
     return this.fromRead(userId, loaded, await this.files.seqFloor(userId));
+  }
+
+  /**
+   * A read of the user's file without the lock; when it finds something to repair (a dead
+   * writer's torn line or half an Add: `read(false)` is null), the read again under the lock,
+   * which repairs it, since only a holder of the lock may rewrite the file.
+   */
+  private async readRepairing<T>(userId: string, read: (repair: boolean) => Promise<T | null>): Promise<T> {
+    return (await read(false)) ?? (await this.files.withUserLock(userId, async () => (await read(true)) as T));
   }
 
   /** Takes appended records into the head; the version moves on when there are any. */
