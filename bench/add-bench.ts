@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ADD_CLIENTS, measureAdd, measureEncoder, summarizeEncoder } from './add-phase.js';
 import { checkAdd, LoopbackClient, round } from './http-load.js';
-import { serverEncoder } from './server-encoder.js';
+import { serverEncoderStack } from './server-encoder.js';
 import { ServerProcess } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, loadWorkload, strided } from './workload.js';
 
@@ -47,7 +47,7 @@ async function main(): Promise<void> {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-add-bench-'));
   const loadAtStart = os.loadavg()[0];
   try {
-    const embedder = serverEncoder();
+    const embedder = serverEncoderStack();
     const before = await measureEncoder(embedder, encoderBodies, perAddBodies, progress);
     const server = await ServerProcess.start({ dataDir: path.join(workDir, 'service'), nodeArgs });
     const client = new LoopbackClient(server.url, 256);

@@ -3,10 +3,11 @@
  * shared by `run-bench.ts` and the Add-only `add-bench.ts`.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+import type { Embedder } from '../src/embedding/embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { cpuMsPer, cpuText } from './cpu-figures.js';
 import { checkAdd, round, runLoad, type LoopbackClient } from './http-load.js';
+import { serverEncoderThreads } from './server-encoder.js';
 import { startCpuWatch, type CpuShare, type ServerProcess } from './server-process.js';
 import { strided, type AddBody } from './workload.js';
 
@@ -38,7 +39,7 @@ function addTexts(body: AddBody): string[] {
   return body.messages.flatMap((message) => splitIntoUnits(message.content).map((text) => denseText({ text, role: message.role.trim(), timeMs: message.timestamp })));
 }
 
-export async function measureEncoder(embedder: OnnxEmbedder, bodies: readonly AddBody[], perAddBodies: number, progress: Log): Promise<EncoderRun> {
+export async function measureEncoder(embedder: Embedder, bodies: readonly AddBody[], perAddBodies: number, progress: Log): Promise<EncoderRun> {
   await embedder.ready();
   // Warm-up on the longest texts too: the first run of each larger shape allocates, and that is not the figure.
   const byLength = bodies.flatMap(addTexts).sort((a, b) => b.length - a.length);
@@ -64,7 +65,7 @@ export async function measureEncoder(embedder: OnnxEmbedder, bodies: readonly Ad
       cpu: share,
     };
   };
-  progress(`bare encoder (in-process): ${bodies.length} Adds' texts at once, then ${perAddBodies} Adds one call each`);
+  progress(`bare encoder (in-process, as the server runs it): ${bodies.length} Adds' texts at once, then ${perAddBodies} Adds one call each`);
   const allAtOnce = await timed(bodies, (texts) => embedder.embed(texts.flat()));
   const perAddCall = await timed(strided(bodies, perAddBodies), async (texts) => {
     for (const list of texts) await embedder.embed(list);
@@ -99,7 +100,7 @@ export async function measureAdd(server: ServerProcess, client: LoopbackClient, 
   let next = 0;
   const load = await runLoad({ client, path: '/add', concurrency: ADD_CLIENTS, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
   const share = cpu();
-  const threads = threadCpuMsPerMessage(threadsBefore, threadCpuSeconds(server.pid), load.ok * 20);
+  const threads = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pid), load.ok * 20, serverEncoderThreads());
   const messagesPerS = round((load.ok * 20) / load.elapsed_s, 1);
   const cpuMsPerMessage = cpuMsPer(share, load.elapsed_s, load.ok * 20);
   progress(`Add: ${messagesPerS} messages/s, p50 ${load.latency_ms.p50} ms, errors ${load.errors} (${cpuText(share)})`);
@@ -111,7 +112,9 @@ export async function measureAdd(server: ServerProcess, client: LoopbackClient, 
 const TICKS_PER_SECOND = 100;
 
 /** CPU seconds of each of a process's threads (/proc/<pid>/task), by thread id, with the thread's name. */
-function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: number }> {
+export type ThreadTimes = Map<string, { name: string; seconds: number }>;
+
+export function threadCpuSeconds(pid: number): ThreadTimes {
   const threads = new Map<string, { name: string; seconds: number }>();
   let tids: string[] = [];
   try {
@@ -133,21 +136,22 @@ function threadCpuSeconds(pid: number): Map<string, { name: string; seconds: num
 }
 
 /**
- * Where the server's CPU went, per message, by thread: the main thread (HTTP, scoring, indexes),
- * the encoder's thread (the busiest worker), the libuv pool (file I/O) and the rest (GC, V8).
+ * Where the server's CPU went, per message (or request), by thread: the main thread (HTTP,
+ * scoring, indexes), the encoder's threads (the `encoderThreads` busiest workers: one per copy of
+ * the model), the libuv pool (file I/O) and the rest (GC, V8).
  */
-function threadCpuMsPerMessage(before: Map<string, { name: string; seconds: number }>, after: Map<string, { name: string; seconds: number }>, messages: number) {
+export function threadCpuMsPer(before: ThreadTimes, after: ThreadTimes, count: number, encoderThreads: number) {
   const used = [...after].map(([tid, thread]) => ({ tid, name: thread.name, seconds: thread.seconds - (before.get(tid)?.seconds ?? 0) }));
   const main = used.find((thread) => thread.tid === [...after.keys()].sort((a, b) => Number(a) - Number(b))[0]);
   const pool = used.filter((thread) => thread.name.startsWith('libuv-worker'));
-  const others = used.filter((thread) => thread !== main && !pool.includes(thread));
-  const encoder = others.reduce<(typeof used)[number] | undefined>((best, thread) => (best === undefined || thread.seconds > best.seconds ? thread : best), undefined);
-  const ms = (seconds: number) => round((seconds * 1000) / Math.max(messages, 1), 3);
+  const others = used.filter((thread) => thread !== main && !pool.includes(thread)).sort((a, b) => b.seconds - a.seconds);
+  const encoders = others.slice(0, encoderThreads);
+  const ms = (seconds: number) => round((seconds * 1000) / Math.max(count, 1), 3);
   const sum = (list: typeof used) => list.reduce((total, thread) => total + thread.seconds, 0);
   return {
     main: ms(main?.seconds ?? 0),
-    encoder: ms(encoder?.seconds ?? 0),
+    encoder: ms(sum(encoders)),
     file_io_pool: ms(sum(pool)),
-    other_threads: ms(sum(others) - (encoder?.seconds ?? 0)),
+    other_threads: ms(sum(others.slice(encoderThreads))),
   };
 }

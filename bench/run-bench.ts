@@ -18,14 +18,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
-import { ADD_CLIENTS, measureAdd, measureEncoder, summarizeEncoder } from './add-phase.js';
+import { ADD_CLIENTS, measureAdd, measureEncoder, summarizeEncoder, threadCpuMsPer, threadCpuSeconds } from './add-phase.js';
 import { cpuMsPer, cpuText } from './cpu-figures.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
 import { measureAppendLock, measureFreshnessCheck } from './freshness-check.js';
 import { measureHostileLoad } from './hostile-load.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
-import { benchPrecision, serverEncoder, useBenchPrecision } from './server-encoder.js';
+import { benchPrecision, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision } from './server-encoder.js';
 import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
 import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
@@ -37,8 +37,6 @@ const SCALE_SIZES = [10_000, 100_000] as const;
 /** A handful of users of 2k and 20k memories: all within the service's exhaustive-scoring limit (20k). */
 const SCALE_USERS = 5;
 const MB = 1024 * 1024;
-/** Bare encoder messages/s (LoCoMo turns) at the time issue 12 was filed: its target is twice this. */
-const ENCODER_BASELINE_MESSAGES_PER_S = 278;
 /** The pause before each query of `encode_alone.paced`: about what the rest of a sequential Search takes. */
 const ENCODE_PACE_MS = 3;
 
@@ -176,8 +174,13 @@ async function main(): Promise<void> {
     const addBodies = addChunks(workload, plan.addRequests, plan.addUsers);
     // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.
     const encoderBodies = strided(addBodies, ADD_CLIENTS);
+    // The bare encoder runs on as many threads as the server's; the single-query floor on this thread.
+    const encoderStack = serverEncoderStack();
     const embedder = serverEncoder();
-    const encoderBefore = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests, progress);
+    // Loaded now, while the stack's threads hold onnxruntime's addon: once the last thread that
+    // loaded it has ended, loading it again in this process fails ("did not self-register").
+    await embedder.ready();
+    const encoderBefore = await measureEncoder(encoderStack, encoderBodies, plan.encoderPerAddRequests, progress);
 
     const serviceDir = path.join(workDir, 'service');
     const server = await ServerProcess.start({ dataDir: serviceDir, nodeArgs });
@@ -186,7 +189,8 @@ async function main(): Promise<void> {
     progress(`server up in ${startMs} ms (pid ${server.pid})`);
     const add = await measureAdd(server, client, addBodies, progress);
     // Measured again after the Add phase: the machine is shared, and the mean of the two brackets its drift.
-    const encoderAfter = await measureEncoder(embedder, encoderBodies, plan.encoderPerAddRequests, progress);
+    const encoderAfter = await measureEncoder(encoderStack, encoderBodies, plan.encoderPerAddRequests, progress);
+    await encoderStack.close();
     const search = await measureSearch(server, client, workload, plan);
     const freshness = await measureFreshnessCheck(serviceDir, search.users.map((user) => user.user_id), search.sequential.latency_ms.p50, plan.freshnessChecks);
     progress(`freshness check: ${freshness.mean_us} µs a cached user (p50 of batches ${freshness.p50_us} µs), ${round(freshness.ratio_to_cached_search * 100, 2)}% of a cached Search (p50 ${freshness.search_p50_ms} ms)`);
@@ -221,26 +225,55 @@ async function main(): Promise<void> {
     const at32 = search.concurrent.find((phase) => phase.concurrency === 32)?.per_s ?? NaN;
     const big = scale.find((entry) => entry.memories === 100_000);
     // The rows of issue 12's table, in its order.
+    const searchAt32 = search.concurrent.find((phase) => phase.concurrency === 32);
+    const cores = os.availableParallelism();
+    const serverCores = searchAt32?.cpu.server_cores ?? NaN;
+    const cpuPerSearch = searchAt32?.server_cpu_ms_per_request ?? NaN;
+    const encoderCpuPerQuery = encodeAlone.cpu_ms_per_query;
+    const coldStart = big?.cold_start_ms ?? NaN;
+    // Issue 20's targets: ratios of figures taken in this run, so that they hold on any machine of the kind.
     const targets = [
       target('zero_errors', 'no error at any concurrency', errors, 'errors', errors === 0),
-      target('search_32_clients_throughput', '>= 400 Search requests/s at 32 clients', at32, 'req/s', at32 >= 400),
+      target(
+        'search_32_clients_cores',
+        `server CPU at 32 Search clients >= 90% of the machine's ${cores} cores`,
+        round(serverCores, 2),
+        'cores',
+        serverCores >= 0.9 * cores,
+        `${at32} req/s, ${serverEncoderThreads()} encoder threads; server CPU ms a Search by thread ${JSON.stringify(searchAt32?.server_cpu_ms_per_request_by_thread ?? {})}`,
+      ),
+      target(
+        'search_cpu_vs_encoder_cpu',
+        'server CPU per Search at 32 clients <= 1.5 x the encoder\'s CPU per query alone + 0.5 ms',
+        round(cpuPerSearch / encoderCpuPerQuery, 2),
+        'ratio',
+        cpuPerSearch <= 1.5 * encoderCpuPerQuery + 0.5,
+        `${cpuPerSearch} ms a Search, ${encoderCpuPerQuery} ms a query encoded alone: the target is ${round(1.5 * encoderCpuPerQuery + 0.5, 2)} ms`,
+      ),
       target(
         'search_single_client_p50_vs_encoding',
         'single-client Search p50 <= 1.5 x the same queries\' encoding time alone + 1 ms',
         round(single / encodeP50, 2),
         'ratio',
         single <= 1.5 * encodeP50 + 1,
-        `Search p50 ${single} ms, encoding alone p50 ${encodeP50} ms (${encodeAlone.paced.latency_ms.p50} ms with ${ENCODE_PACE_MS} ms between queries)`,
+        `Search p50 ${single} ms, encoding alone p50 ${encodeP50} ms (${encodeAlone.paced.latency_ms.p50} ms with ${ENCODE_PACE_MS} ms between queries): the target is ${round(1.5 * encodeP50 + 1, 2)} ms`,
       ),
-      target('add_throughput_vs_encoder', 'Add messages/s >= 0.90 x bare encoder', round(addRatio, 3), 'ratio', addRatio >= 0.9),
       target(
-        'bare_encoder_throughput',
-        `bare encoder messages/s (LoCoMo turns) >= 2 x ${ENCODER_BASELINE_MESSAGES_PER_S} (the figure when issue 12 was filed)`,
-        encoder.messages_per_s,
-        'messages/s',
-        encoder.messages_per_s >= 2 * ENCODER_BASELINE_MESSAGES_PER_S,
+        'add_throughput_vs_encoder',
+        `Add messages/s >= 0.90 x the bare encoder on the server's ${serverEncoderThreads()} encoder threads`,
+        round(addRatio, 3),
+        'ratio',
+        addRatio >= 0.9,
+        `${add.messages_per_s} messages/s against ${encoder.messages_per_s}`,
       ),
-      target('cold_start_100k', 'spawn -> first Search answered < 2 s with 100k memories', big?.cold_start_ms ?? NaN, 'ms', (big?.cold_start_ms ?? Infinity) < 2000),
+      target(
+        'cold_start_100k_vs_empty_start',
+        'spawn -> first Search answered with 100k memories <= 2 x the same with an empty data directory',
+        round(coldStart / startMs, 2),
+        'ratio',
+        coldStart <= 2 * startMs,
+        `${coldStart} ms with 100k memories, ${startMs} ms empty`,
+      ),
       target('resident_100k', 'RSS < 700 MiB with 100k memories', big?.rss_mb ?? NaN, 'MiB', (big?.rss_mb ?? Infinity) < 700),
       target(
         'freshness_check_vs_cached_search',
@@ -291,7 +324,7 @@ async function main(): Promise<void> {
     };
     await writeFile(path.join(outDir, 'bench.json'), JSON.stringify(summary, null, 2) + '\n');
     process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
-    for (const row of targets) progress(`${row.result.padEnd(12)} ${row.id}: ${row.value} ${row.unit} (${row.target})`);
+    for (const row of targets) progress(`${row.result.padEnd(12)} ${row.id}: ${row.value} ${row.unit} (${row.target})${row.note ? `: ${row.note}` : ''}`);
     progress(`done in ${summary.duration_s} s; ${targets.filter((entry) => entry.result === 'pass').length}/${targets.length} targets met; wrote ${path.join(outDir, 'bench.json')}`);
   } finally {
     await ServerProcess.stopAll();
@@ -309,6 +342,10 @@ interface ConnectBurst {
   p50_ms: number;
   max_ms: number;
 }
+
+/** Lead-ins of a reworded question (`cycle` in measureSearch): 8 x 8 of them, 64 passes over the questions before a text repeats. */
+const LEAD_INS = ['Tell me:', 'Quick question:', 'Remind me,', 'I wonder,', 'Do you recall:', 'Help me out:', 'Out of interest,', 'Be honest:'];
+const LEAD_INS_2 = ['', 'please,', 'again,', 'now,', 'briefly,', 'exactly,', 'roughly,', 'honestly,'];
 
 interface SearchBody {
   query: string;
@@ -332,7 +369,17 @@ async function measureSearch(server: ServerProcess, client: LoopbackClient, work
   const allQuestions = workload.conversations.flatMap(questionsOf);
   const queries = allQuestions.map((query, i): SearchBody => ({ query, user_id: users[i % users.length].userId, top_k: TOP_K }));
   let cursor = 0;
-  const cycle = () => queries[cursor++ % queries.length];
+  // Past the first pass every question comes back reworded (a lead-in, as agents rephrase): the
+  // server keeps the vectors of 2,048 recent queries, and a repeated text would skip the encoder,
+  // flattering every CPU figure of the phase (a quick run sends ~5,000 Searches, a full one more).
+  const cycle = (): SearchBody => {
+    const index = cursor++;
+    const body = queries[index % queries.length];
+    const pass = Math.floor(index / queries.length);
+    if (pass === 0) return body;
+    const leadIn = `${LEAD_INS[(pass - 1) % LEAD_INS.length]} ${LEAD_INS_2[Math.floor((pass - 1) / LEAD_INS.length) % LEAD_INS_2.length]}`.trim();
+    return { ...body, query: `${leadIn} ${body.query}` };
+  };
   const counted = (count: number) => {
     let sent = 0;
     return () => (sent++ < count ? cycle() : undefined);
@@ -358,17 +405,19 @@ async function measureSearch(server: ServerProcess, client: LoopbackClient, work
   const sequentialCpu = cpu();
   progress(`Search: 1 client ${sequential.per_s} req/s, p50 ${sequential.latency_ms.p50} ms, p95 ${sequential.latency_ms.p95} ms (${cpuText(sequentialCpu)})`);
 
-  const concurrent: Array<LoadResult & { cpu: CpuShare; server_cpu_ms_per_request: number; connect_burst: ConnectBurst }> = [];
+  const concurrent: Array<LoadResult & { cpu: CpuShare; server_cpu_ms_per_request: number; server_cpu_ms_per_request_by_thread: ReturnType<typeof threadCpuMsPer>; connect_burst: ConnectBurst }> = [];
   for (const clients of SEARCH_CLIENTS) {
     // One request per client first, not counted: it opens the connections. While the encoder holds
     // the event loop, a burst of new connections waits seconds to be accepted (kept as a figure).
     const opening = await runLoad({ client, path: '/search', concurrency: clients, nextBody: counted(clients), check: checkSearch, timeoutMs: 60_000 });
     const connectBurst = { requests: opening.requests, errors: opening.errors, p50_ms: opening.latency_ms.p50, max_ms: opening.latency_ms.max };
     cpu = startCpuWatch(server);
+    const threadsBefore = threadCpuSeconds(server.pid);
     const result = await runLoad({ client, path: '/search', concurrency: clients, nextBody: cycle, check: checkSearch, durationMs: plan.searchSeconds * 1000, timeoutMs: 60_000 });
     const share = cpu();
-    concurrent.push({ ...result, cpu: share, server_cpu_ms_per_request: cpuMsPer(share, result.elapsed_s, result.ok), connect_burst: connectBurst });
-    progress(`Search: ${clients} clients ${result.per_s} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}; opening ${clients} connections took up to ${connectBurst.max_ms} ms (${cpuText(share)})`);
+    const byThread = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pid), result.ok, serverEncoderThreads());
+    concurrent.push({ ...result, cpu: share, server_cpu_ms_per_request: cpuMsPer(share, result.elapsed_s, result.ok), server_cpu_ms_per_request_by_thread: byThread, connect_burst: connectBurst });
+    progress(`Search: ${clients} clients ${result.per_s} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}; opening ${clients} connections took up to ${connectBurst.max_ms} ms (${cpuText(share)}; server CPU ms a request by thread ${JSON.stringify(byThread)})`);
   }
   return {
     top_k: TOP_K,
@@ -395,11 +444,13 @@ async function measureEncodeAlone(embedder: OnnxEmbedder, queries: readonly stri
   await embedder.embed(queries.slice(0, 10));
   const latencies: number[] = [];
   const cpu = startCpuWatch(null);
+  const cpuAtStart = process.cpuUsage();
   for (const query of queries) {
     const started = performance.now();
     await embedder.embed([query]);
     latencies.push(performance.now() - started);
   }
+  const cpuUsed = process.cpuUsage(cpuAtStart);
   const share = cpu();
   const paced: number[] = [];
   for (const query of queries) {
@@ -408,9 +459,10 @@ async function measureEncodeAlone(embedder: OnnxEmbedder, queries: readonly stri
     await embedder.embed([query]);
     paced.push(performance.now() - started);
   }
-  const result = { queries: queries.length, latency_ms: latencyStats(latencies), cpu: share, paced: { pause_ms: ENCODE_PACE_MS, latency_ms: latencyStats(paced) } };
+  const cpuMsPerQuery = round((cpuUsed.user + cpuUsed.system) / 1000 / Math.max(queries.length, 1), 3);
+  const result = { queries: queries.length, latency_ms: latencyStats(latencies), cpu_ms_per_query: cpuMsPerQuery, cpu: share, paced: { pause_ms: ENCODE_PACE_MS, latency_ms: latencyStats(paced) } };
   progress(
-    `encoding alone: ${queries.length} queries one at a time, p50 ${result.latency_ms.p50} ms, p95 ${result.latency_ms.p95} ms (${cpuText(share)}); ` +
+    `encoding alone: ${queries.length} queries one at a time, p50 ${result.latency_ms.p50} ms, p95 ${result.latency_ms.p95} ms, CPU ${cpuMsPerQuery} ms a query (${cpuText(share)}); ` +
       `with ${ENCODE_PACE_MS} ms between them, p50 ${result.paced.latency_ms.p50} ms`,
   );
   return result;

@@ -1,4 +1,6 @@
-import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION } from '../src/config.js';
+import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION, defaultEncoderWorkers } from '../src/config.js';
+import { localEncoderStack } from '../src/embedding/create-embedder.js';
+import type { Embedder } from '../src/embedding/embedder.js';
 import { OnnxEmbedder, type ModelPrecision } from '../src/embedding/onnx-embedder.js';
 
 /**
@@ -23,4 +25,18 @@ export function benchPrecision(): ModelPrecision {
  */
 export function serverEncoder(): OnnxEmbedder {
   return new OnnxEmbedder({ precision, intraOpThreads: DEFAULT_ENCODER_THREADS });
+}
+
+/** Threads the server's encoder runs on (MEMORYPOOL_ENCODER_WORKERS is dropped from its environment: the default). */
+export function serverEncoderThreads(): number {
+  return defaultEncoderWorkers();
+}
+
+/**
+ * The server's whole encoder as it runs there: `serverEncoderThreads()` copies on threads of their
+ * own, fed pooled runs (create-embedder.ts). What the Add phase is compared with: the same threads
+ * as the server, without HTTP, records or the store.
+ */
+export function serverEncoderStack(): Embedder {
+  return localEncoderStack({ modelPrecision: precision, encoderWorkers: serverEncoderThreads() });
 }

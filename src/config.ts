@@ -19,6 +19,14 @@ export const DEFAULT_MODEL_PRECISION = 'int8';
  * are the ones HTTP and scoring need (CPU per request: bench/README.md).
  */
 export const DEFAULT_ENCODER_THREADS = 1;
+/**
+ * Copies of the local encoder, each a single-threaded session on a thread of its own: one per
+ * core, so a server under load encodes on every core (issue 20). Capped at 8: past that, more
+ * copies add memory (~31 MiB of RSS each with the int8 model) faster than a memory service needs encoders.
+ */
+export function defaultEncoderWorkers(): number {
+  return Math.max(1, Math.min(8, os.availableParallelism()));
+}
 
 const configSchema = z.object({
   host: z.string().min(1).default('127.0.0.1'),
@@ -46,6 +54,8 @@ const configSchema = z.object({
   modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
   /** onnxruntime intra-op threads of the local encoder. */
   encoderThreads: z.coerce.number().int().min(1).max(64).default(DEFAULT_ENCODER_THREADS),
+  /** Copies of the local encoder, each on its own thread (default: one per core, at most 8). */
+  encoderWorkers: z.coerce.number().int().min(1).max(64).default(defaultEncoderWorkers),
   embedderUrl: z.string().url().optional(),
   embedderModel: z.string().min(1).optional(),
   embedderDimensions: z.coerce.number().int().positive().optional(),
@@ -98,6 +108,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   documentPrefix: 'MEMORYPOOL_DOCUMENT_PREFIX',
   denseWeight: 'MEMORYPOOL_DENSE_WEIGHT',
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
+  encoderWorkers: 'MEMORYPOOL_ENCODER_WORKERS',
   embedderUrl: 'MEMORYPOOL_EMBEDDER_URL',
   embedderModel: 'MEMORYPOOL_EMBEDDER_MODEL',
   embedderDimensions: 'MEMORYPOOL_EMBEDDER_DIMENSIONS',

@@ -1,7 +1,8 @@
 import type { Config } from '../config.js';
-import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION } from '../config.js';
+import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION, defaultEncoderWorkers } from '../config.js';
 import { BROUGHT_ENCODER_DENSE_WEIGHT, DEFAULT_RETRIEVAL_WEIGHTS } from '../retrieval/retrieval-config.js';
 import { BatchingEmbedder } from './batching-embedder.js';
+import { EncoderPool } from './encoder-pool.js';
 import type { Embedder } from './embedder.js';
 import { HashEmbedder } from './hash-embedder.js';
 import { HttpEmbedder } from './http-embedder.js';
@@ -10,7 +11,7 @@ import { isSentenceTransformerDir } from './sentence-transformer-embedder.js';
 import { WorkerEmbedder } from './worker-embedder.js';
 
 type EmbedderConfig = Pick<Config, 'embedder' | 'modelDir' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'> &
-  Partial<Pick<Config, 'modelPrecision' | 'encoderThreads' | 'pooling' | 'queryPrefix' | 'documentPrefix'>>;
+  Partial<Pick<Config, 'modelPrecision' | 'encoderThreads' | 'encoderWorkers' | 'pooling' | 'queryPrefix' | 'documentPrefix'>>;
 
 export function createEmbedder(config: EmbedderConfig): Embedder {
   switch (config.embedder) {
@@ -23,19 +24,8 @@ export function createEmbedder(config: EmbedderConfig): Embedder {
       return new QueryVectorCache(
         new BatchingEmbedder(new HttpEmbedder({ baseUrl: config.embedderUrl, model: config.embedderModel, dimensions: config.embedderDimensions, apiKey: config.embedderApiKey })),
       );
-    case 'onnx': {
-      const encoder = new WorkerEmbedder({
-        modelDir: config.modelDir,
-        precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION,
-        intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS,
-        pooling: config.pooling,
-        queryPrefix: config.queryPrefix,
-        documentPrefix: config.documentPrefix,
-      });
-      // A brought model may read up to 512 tokens a text: runs are sized by what it reads, so a
-      // query still waits behind about 2k tokens of ingest work, not four times that.
-      return new QueryVectorCache(new BatchingEmbedder(encoder, { tokensPerTextMax: encoder.maxTokens }));
-    }
+    case 'onnx':
+      return new QueryVectorCache(localEncoderStack(config));
   }
 }
 
@@ -47,4 +37,23 @@ export function encoderDenseWeight(config: Pick<Config, 'embedder' | 'modelDir' 
   if (config.denseWeight !== undefined) return config.denseWeight;
   const brought = config.embedder === 'onnx' && config.modelDir !== undefined && isSentenceTransformerDir(config.modelDir);
   return brought ? BROUGHT_ENCODER_DENSE_WEIGHT : DEFAULT_RETRIEVAL_WEIGHTS.denseWeight;
+}
+
+/**
+ * The local encoder as the server runs it: `encoderWorkers` copies on threads of their own, fed
+ * runs pooled across callers, queries first, as many runs out at once as there are copies.
+ */
+export function localEncoderStack(config: Omit<EmbedderConfig, 'embedder' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'>): BatchingEmbedder {
+  const options = {
+    modelDir: config.modelDir,
+    precision: config.modelPrecision ?? DEFAULT_MODEL_PRECISION,
+    intraOpThreads: config.encoderThreads ?? DEFAULT_ENCODER_THREADS,
+    pooling: config.pooling,
+    queryPrefix: config.queryPrefix,
+    documentPrefix: config.documentPrefix,
+  };
+  const copies = Array.from({ length: config.encoderWorkers ?? defaultEncoderWorkers() }, () => new WorkerEmbedder(options));
+  // A brought model may read up to 512 tokens a text: runs are sized by what it reads, so a
+  // query still waits behind about 2k tokens of ingest work, not four times that.
+  return new BatchingEmbedder(new EncoderPool(copies), { tokensPerTextMax: copies[0].maxTokens, maxInFlight: copies.length });
 }

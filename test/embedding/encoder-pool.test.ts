@@ -1,0 +1,93 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { localEncoderStack } from '../../src/embedding/create-embedder.js';
+import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
+import { EncoderPool } from '../../src/embedding/encoder-pool.js';
+import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
+import { OnnxEmbedder } from '../../src/embedding/onnx-embedder.js';
+
+/** A hash embedder whose calls wait until released, recording what each copy was given. */
+class HeldEmbedder implements Embedder {
+  readonly modelId: string;
+  readonly dimensions: number;
+  readonly calls: string[][] = [];
+  closed = false;
+  private readonly inner = new HashEmbedder({ dimensions: 16 });
+  private held: Array<() => void> = [];
+
+  constructor(modelId = 'held') {
+    this.modelId = modelId;
+    this.dimensions = 16;
+  }
+
+  ready(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async embed(texts: readonly string[], options?: EmbedOptions): Promise<Float32Array[]> {
+    this.calls.push([...texts]);
+    await new Promise<void>((resolve) => this.held.push(resolve));
+    return this.inner.embed(texts, options);
+  }
+
+  release(): void {
+    for (const resolve of this.held.splice(0)) resolve();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}
+
+describe('EncoderPool', () => {
+  it('sends each call to the copy with the fewest texts in flight, and answers each with its own vectors', async () => {
+    const copies = [new HeldEmbedder(), new HeldEmbedder()];
+    const pool = new EncoderPool(copies);
+    const first = pool.embed(['a', 'b', 'c']);
+    const second = pool.embed(['d']);
+    const third = pool.embed(['e']);
+    // The first copy holds three texts, the second one: both later calls go to the second.
+    expect(copies[0]!.calls).toEqual([['a', 'b', 'c']]);
+    expect(copies[1]!.calls).toEqual([['d'], ['e']]);
+    copies[1]!.release();
+    copies[0]!.release();
+    const reference = new HashEmbedder({ dimensions: 16 });
+    expect(await first).toEqual(await reference.embed(['a', 'b', 'c']));
+    expect(await second).toEqual(await reference.embed(['d']));
+    expect(await third).toEqual(await reference.embed(['e']));
+    // Both idle again: the next call goes to the first copy.
+    const fourth = pool.embed(['f']);
+    expect(copies[0]!.calls).toHaveLength(2);
+    copies[0]!.release();
+    await fourth;
+    await pool.close();
+    expect(copies.every((copy) => copy.closed)).toBe(true);
+  });
+
+  it('takes copies of one model only', () => {
+    expect(() => new EncoderPool([])).toThrow(/at least one/);
+    expect(() => new EncoderPool([new HeldEmbedder('a'), new HeldEmbedder('b')])).toThrow(/same model/);
+  });
+
+  // The real model (models/use-lite, built by npm install) on two threads, as the server runs it.
+  describe('the local encoder on two threads', () => {
+    const stack = localEncoderStack({ modelPrecision: 'int8', encoderWorkers: 2 });
+    const here = new OnnxEmbedder({ precision: 'int8', intraOpThreads: 1 });
+    afterAll(() => Promise.all([stack.close(), here.close()]));
+
+    it('gives the vectors the model gives in this thread, for calls spread over both copies', async () => {
+      const texts = Array.from({ length: 300 }, (_, i) => `Message ${i}: we talked about the trip to Kyoto and the ${i % 7} temples we saw.`);
+      // Two callers at once, more tokens than one run holds: runs go out to both copies together.
+      const [a, b] = await Promise.all([stack.embed(texts.slice(0, 150)), stack.embed(texts.slice(150), { priority: 'query' })]);
+      const expected = await here.embed(texts);
+      // Not the same bits: the int8 build quantizes activations with one scale per run, so a
+      // text's vector moves a little with the run it shares (0.9989 at worst seen here), while
+      // the texts, alike but for a number, lie 0.97-0.99 apart: each must still be nearest its own.
+      const dot = (x: Float32Array, y: Float32Array) => x.reduce((sum, value, d) => sum + value * y[d]!, 0);
+      [...a, ...b].forEach((vector, i) => {
+        const similarities = expected.map((other) => dot(vector, other));
+        expect(similarities[i]).toBeGreaterThan(0.998);
+        expect(similarities.indexOf(Math.max(...similarities))).toBe(i);
+      });
+    });
+  });
+});
