@@ -6,7 +6,10 @@
  * quarter of the users, the estimate beside the live memory after a forced GC (V8 heap plus
  * array buffers, over the service's own baseline) and RSS with and without that GC.
  *
- *   npm run build && node --expose-gc dist/bench/cache-footprint.js [--users 2000] [--memories 20] [--budget-mb 32]
+ *   npm run build && node --expose-gc dist/bench/cache-footprint.js [--users 2000] [--memories 20] [--budget-mb 32] [--postgres]
+ *
+ * `--postgres`: the users live in a throwaway PostgreSQL instead (written through the store, as
+ * the replica bench writes its touched users), and the service is a replica of it.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -15,6 +18,9 @@ import type { Embedder } from '../src/embedding/embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
 import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
+import { PostgresStore } from '../src/store/postgres-store.js';
+import { writeStoreUsers } from './replicas-store.js';
+import { startThrowawayPostgres, type ThrowawayPostgres } from './throwaway-postgres.js';
 import { round } from './http-load.js';
 import { gaussianSource, randomUnitVector } from './scale-store.js';
 import { serverEncoder } from './server-encoder.js';
@@ -45,28 +51,38 @@ async function main(): Promise<void> {
   const gaussian = gaussianSource(mulberry32(users * memories));
   const vector = (): Float32Array => randomUnitVector(new Float32Array(dimensions), gaussian);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-cache-footprint-'));
+  const postgres: ThrowawayPostgres | null = process.argv.includes('--postgres') ? await startThrowawayPostgres({ fsync: false }) : null;
   try {
-    const store = new JsonlMemoryStore(dataDir, silentLogger());
-    await store.init();
-    const now = new Date().toISOString();
-    for (let user = 0; user < users; user++) {
-      const userId = `touched-${user}`;
-      const drafts = Array.from({ length: memories }, (_, i) => {
-        const turn = texts[(user * memories + i) % texts.length];
-        const record = { id: `${user}-${i}`, user_id: userId, text: turn.content, tags: [], importance: 0.5, source: 'add', created_at: now, session_id: 's1', role: turn.speaker, occurred_at: now, request_id: `r${user}`, message_index: i, model: modelId };
-        return { record, vector: vector() };
-      });
-      await store.append(userId, drafts, { requestId: `r${user}` });
+    const databaseUrl = postgres ? await postgres.createDatabase('footprint') : undefined;
+    const userIds = Array.from({ length: users }, (_, user) => `touched-${user}`);
+    if (databaseUrl) {
+      const store = new PostgresStore({ url: databaseUrl, logger: silentLogger() });
+      await store.init();
+      await writeStoreUsers({ store, users, memoriesPerUser: memories, prefix: 'touched', texts, seed: users });
+      await store.close();
+    } else {
+      const store = new JsonlMemoryStore(dataDir, silentLogger());
+      await store.init();
+      const now = new Date().toISOString();
+      for (let user = 0; user < users; user++) {
+        const userId = userIds[user];
+        const drafts = Array.from({ length: memories }, (_, i) => {
+          const turn = texts[(user * memories + i) % texts.length];
+          const record = { id: `${user}-${i}`, user_id: userId, text: turn.content, tags: [], importance: 0.5, source: 'add', created_at: now, session_id: 's1', role: turn.speaker, occurred_at: now, request_id: `r${user}`, message_index: i, model: modelId };
+          return { record, vector: vector() };
+        });
+        await store.append(userId, drafts, { requestId: `r${user}` });
+      }
+      await store.close();
     }
-    await store.close();
 
     const embedder: Embedder = { modelId, dimensions, ready: async () => {}, close: async () => {}, embed: async (batch) => batch.map(() => vector()) };
-    const service = await MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0, cacheBytes: budgetMb * MB });
+    const service = await MemoryService.open({ dataDir, databaseUrl, embedder, preload: false, indexFlushDelayMs: 0, cacheBytes: budgetMb * MB });
     const baseline = live();
     let maxRss = 0;
     const rows = [];
     for (let user = 0; user < users; user++) {
-      await service.search({ userId: `touched-${user}`, query: 'what did they talk about last time', limit: 10 });
+      await service.search({ userId: userIds[user], query: 'what did they talk about last time', limit: 10 });
       maxRss = Math.max(maxRss, process.memoryUsage().rss);
       if ((user + 1) % Math.max(1, Math.floor(users / 4)) === 0 || user === users - 1) {
         const now = live();
@@ -82,8 +98,9 @@ async function main(): Promise<void> {
       }
     }
     await service.close();
-    console.log(JSON.stringify({ users, memories_per_user: memories, budget_mb: budgetMb, baseline, rows }, null, 2));
+    console.log(JSON.stringify({ store: databaseUrl ? 'postgres' : 'jsonl', users, memories_per_user: memories, budget_mb: budgetMb, baseline, rows }, null, 2));
   } finally {
+    await postgres?.destroy();
     await rm(dataDir, { recursive: true, force: true });
   }
 }
