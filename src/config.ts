@@ -50,6 +50,8 @@ const configSchema = z.object({
   documentPrefix: z.string().optional(),
   /** Share of the dense score in the fusion; default follows the encoder (retrieval-config.ts). */
   denseWeight: z.coerce.number().min(0).max(1).optional(),
+  /** Users with at most this many memories are scored exhaustively and keep no HNSW graph; larger ones take graph candidates. Default 20000 (retrieval-config.ts). */
+  exhaustiveLimit: z.coerce.number().int().min(0).optional(),
   /** Which build of the local model the onnx embedder runs: int8 (dynamic quantization) or the float original. */
   modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
   /** onnxruntime intra-op threads of the local encoder. */
@@ -107,6 +109,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   queryPrefix: 'MEMORYPOOL_QUERY_PREFIX',
   documentPrefix: 'MEMORYPOOL_DOCUMENT_PREFIX',
   denseWeight: 'MEMORYPOOL_DENSE_WEIGHT',
+  exhaustiveLimit: 'MEMORYPOOL_EXHAUSTIVE_LIMIT',
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   encoderWorkers: 'MEMORYPOOL_ENCODER_WORKERS',
   embedderUrl: 'MEMORYPOOL_EMBEDDER_URL',

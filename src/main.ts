@@ -1,7 +1,7 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { loadConfig, storeOptions, type Config } from './config.js';
-import { createEmbedder, encoderDenseWeight } from './embedding/create-embedder.js';
+import { createEmbedder, serviceWeights } from './embedding/create-embedder.js';
 import { buildApp } from './http/app.js';
 import { httpServerFactory, isTls } from './http/http-server.js';
 import { Authenticator } from './http/auth.js';
@@ -21,7 +21,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   // Reads the certificate and key now: a bad path fails the start before any data is loaded.
   const serverFactory = httpServerFactory(config);
   const embedder = createEmbedder(config);
-  const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: true, weights: { denseWeight: encoderDenseWeight(config) } });
+  const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: true, weights: serviceWeights(config) });
   await takeInLegacyMemories(service, logger);
   const app = await buildApp({
     service,

@@ -1,5 +1,5 @@
 import { storeOptions, type Config } from '../config.js';
-import { createEmbedder, encoderDenseWeight } from '../embedding/create-embedder.js';
+import { createEmbedder, serviceWeights } from '../embedding/create-embedder.js';
 import { createLogger } from '../logger.js';
 import { MemoryService, type MemoryServiceOptions } from '../memory/memory-service.js';
 import { takeInLegacyMemories } from '../protocol/legacy-take-in.js';
@@ -16,7 +16,7 @@ export async function openCommandService(
 ): Promise<{ service: MemoryService; close(): Promise<void> }> {
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
   const embedder = createEmbedder(config);
-  const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: false, weights: { denseWeight: encoderDenseWeight(config) }, ...options });
+  const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: false, weights: serviceWeights(config), ...options });
   await takeInLegacyMemories(service, logger);
   return {
     service,

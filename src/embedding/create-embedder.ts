@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { DEFAULT_ENCODER_THREADS, DEFAULT_MODEL_PRECISION, defaultEncoderWorkers } from '../config.js';
-import { BROUGHT_ENCODER_DENSE_WEIGHT, DEFAULT_RETRIEVAL_WEIGHTS } from '../retrieval/retrieval-config.js';
+import { BROUGHT_ENCODER_DENSE_WEIGHT, DEFAULT_RETRIEVAL_WEIGHTS, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { BatchingEmbedder } from './batching-embedder.js';
 import { EncoderPool } from './encoder-pool.js';
 import type { Embedder } from './embedder.js';
@@ -56,4 +56,9 @@ export function localEncoderStack(config: Omit<EmbedderConfig, 'embedder' | 'emb
   // A brought model may read up to 512 tokens a text: runs are sized by what it reads, so a
   // query still waits behind about 2k tokens of ingest work, not four times that.
   return new BatchingEmbedder(new EncoderPool(copies), { tokensPerTextMax: copies[0].maxTokens, maxInFlight: copies.length });
+}
+
+/** The retrieval weights a server or a command takes from its configuration (the rest are the defaults). */
+export function serviceWeights(config: Pick<Config, 'embedder' | 'modelDir' | 'denseWeight' | 'exhaustiveLimit'>): Partial<RetrievalWeights> {
+  return { denseWeight: encoderDenseWeight(config), ...(config.exhaustiveLimit === undefined ? {} : { exhaustiveLimit: config.exhaustiveLimit }) };
 }

@@ -30,6 +30,12 @@ const FLUSH_FAILED = 'index cache flush failed; it is rebuilt from the stored ve
  * The per-user HNSW index: attached from its cache file (or built) when a user needs it, filled
  * in the background a slice at a time, flushed to its cache a moment after the last write. The
  * index is a cache of the stored vectors: losing it costs a rebuild, never data.
+ *
+ * Only users past the exhaustive limit keep one: smaller users are scored exhaustively and never
+ * search a graph, and keeping theirs current cost an Add about half of its main-thread work (an
+ * index created per new user, ~3 ms, and an insert per memory, ~0.13 ms, against ~0.54 ms of the
+ * thread's work per message in all: bench/HISTORY.md, issue 20). A user that grows past the limit
+ * gets its graph then, filled in the background while its searches stay exhaustive.
  */
 export class IndexLifecycle {
   private readonly options: IndexLifecycleOptions;
@@ -41,9 +47,14 @@ export class IndexLifecycle {
     this.options = options;
   }
 
-  /** Reads (or creates) the user's HNSW index (caller holds the lock) and fills in what it lacks in the background. */
+  /** Whether the user keeps an HNSW graph: once past the exhaustive limit (and from then on, once it has one). */
+  keepsGraph(state: UserState): boolean {
+    return state.corpus.vectors !== null || state.records.size > this.options.exhaustiveLimit;
+  }
+
+  /** Reads (or creates) the HNSW index of a user that keeps one (caller holds the lock) and fills in what it lacks in the background. */
   async attach(state: UserState): Promise<void> {
-    if (state.corpus.vectors) return;
+    if (state.corpus.vectors || !this.keepsGraph(state)) return;
     await this.attachOnly(state);
     if (!state.corpus.vectorIndexComplete) state.indexCompletion = this.complete(state).then(() => undefined);
   }
@@ -52,7 +63,6 @@ export class IndexLifecycle {
   private async attachOnly(state: UserState): Promise<void> {
     const index = await this.openVectorIndex(state.userId, state.records.size);
     state.corpus.attachVectorIndex(index);
-    state.indexOnDisk = null;
   }
 
   /**
@@ -62,7 +72,7 @@ export class IndexLifecycle {
    * `indexCompletion` settles when the index holds every unit.
    */
   indexLater(state: UserState): void {
-    if (this.filling.has(state) || state.retired) return;
+    if (this.filling.has(state) || state.retired || !this.keepsGraph(state)) return;
     this.filling.add(state);
     state.indexCompletion = this.fillLater(state);
   }
@@ -86,39 +96,27 @@ export class IndexLifecycle {
     }
   }
 
-  /** On load: users scored exhaustively read their index only when first written to. */
+  /** On load: a user past the exhaustive limit reads its index (smaller ones keep none). */
   async attachIfSearched(state: UserState): Promise<void> {
-    if (state.records.size > this.options.exhaustiveLimit) await this.attach(state);
+    if (this.keepsGraph(state)) await this.attach(state);
   }
 
-  /**
-   * The start's check of every user's index file. Users scored exhaustively never search their
-   * graph, so a current file stays on disk (attached at the user's first write) and a stale or
-   * damaged one is rebuilt, saved and let go; larger users keep theirs in memory.
-   */
+  /** The start's background loading: every user past the exhaustive limit gets its index, read from its cache or rebuilt. */
   async attachAll(states: readonly UserState[]): Promise<void> {
     for (const state of states) {
       if (this.closing) return;
+      if (!this.keepsGraph(state)) continue;
       try {
-        const small = state.records.size <= this.options.exhaustiveLimit;
-        if (small && (await state.lock.run(() => this.cacheCurrent(state)))) continue;
         await state.lock.run(() => (state.retired ? Promise.resolve() : this.attach(state)));
-        if (!small) continue;
-        await state.indexCompletion;
-        // Not saved (a full disk): the index stays in memory, and the log says what failed.
-        await this.flush(state).catch((error) => this.options.logger.warn({ err: errorMessage(error) }, FLUSH_FAILED));
-        await state.lock.run(async () => {
-          if (state.retired || state.indexDirty || !state.corpus.vectorIndexComplete || state.records.size > this.options.exhaustiveLimit) return;
-          state.indexOnDisk = { vectors: state.corpus.vectors!.size };
-          state.corpus.detachVectorIndex();
-        });
       } catch (error) {
         this.options.logger.error({ err: errorMessage(error) }, 'vector index could not be opened; searches stay exhaustive');
       }
     }
   }
 
+  /** After a write to a user that keeps a graph: its cache is flushed a moment later. */
   markDirty(state: UserState): void {
+    if (!state.corpus.vectors) return;
     state.indexDirty = true;
     if (this.options.flushDelayMs <= 0 || this.closing || !this.options.cache) return;
     if (state.flushTimer) clearTimeout(state.flushTimer);
@@ -157,20 +155,6 @@ export class IndexLifecycle {
       state.indexDirty = true;
       throw error;
     }
-  }
-
-  /** Whether the user's index file is intact, of this model, and holds every memory (caller holds the lock). */
-  private async cacheCurrent(state: UserState): Promise<boolean> {
-    const cache = this.options.cache;
-    if (state.retired || state.corpus.vectors || !cache) return false;
-    const cached = await readingCache(cache, state.userId, () => readVectorIndexCache(cache, state.userId));
-    if (cached.status !== 'intact') return false;
-    let newest = -1;
-    for (const seq of state.bySeq.keys()) if (seq > newest) newest = seq;
-    const { meta } = cached;
-    const current = this.builtByThisModel(meta) && meta.complete === true && meta.max_seq >= newest;
-    if (current) state.indexOnDisk = { vectors: state.records.size };
-    return current;
   }
 
   /**

@@ -88,7 +88,8 @@ export interface PoolStats {
     count: number;
     sessions: number;
     bytes_on_disk: number;
-    index: { loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
+    /** `graph`: whether the user keeps an HNSW graph (only past the exhaustive limit); `complete`: it holds every memory (always, for a user that keeps none). */
+    index: { graph: boolean; loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
   }>;
 }
 
@@ -223,10 +224,7 @@ export class MemoryService {
 
   /** Users held here whose HNSW index is still being read, rebuilt or filled (they score exhaustively meanwhile). */
   indexesInProgress(): number {
-    return this.cache.loaded.filter((state) => {
-      const index = indexStats(state);
-      return state.records.size > 0 && !index.complete && (index.loaded || index.vectors > 0);
-    }).length;
+    return this.cache.loaded.filter((state) => state.records.size > 0 && state.corpus.vectors !== null && !state.corpus.vectorIndexComplete).length;
   }
 
   async addMemory(input: NewMemory): Promise<Memory> {
@@ -550,7 +548,7 @@ export class MemoryService {
         user_id: userId,
         ...figures,
         bytes_on_disk: await this.store.storedBytes(userId),
-        index: cached ? indexStats(cached) : { loaded: false, vectors: 0, complete: false, pending_flush: false },
+        index: indexStats(cached, figures.count > this.weights.exhaustiveLimit),
       });
     }
     return {
@@ -720,14 +718,11 @@ function openStore(options: MemoryServiceOptions, logger: Logger): MemoryStore {
   return new JsonlMemoryStore(options.dataDir, logger);
 }
 
-function indexStats(state: UserState): PoolStats['per_user'][number]['index'] {
-  const inMemory = state.corpus.vectors;
-  return {
-    loaded: inMemory !== null,
-    vectors: inMemory ? inMemory.size : (state.indexOnDisk?.vectors ?? 0),
-    complete: inMemory ? state.corpus.vectorIndexComplete : state.indexOnDisk !== null,
-    pending_flush: state.indexDirty,
-  };
+/** A user's index as /mem/stats shows it; `pastLimit`: it holds more memories than are scored exhaustively. */
+function indexStats(state: UserState | null, pastLimit: boolean): PoolStats['per_user'][number]['index'] {
+  const inMemory = state?.corpus.vectors ?? null;
+  if (!inMemory) return { graph: pastLimit, loaded: false, vectors: 0, complete: !pastLimit, pending_flush: false };
+  return { graph: true, loaded: true, vectors: inMemory.size, complete: state!.corpus.vectorIndexComplete, pending_flush: state!.indexDirty };
 }
 
 function notFound(id: string): Error {

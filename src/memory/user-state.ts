@@ -25,8 +25,6 @@ export interface UserState {
   retired: boolean;
   /** Settles when a background fill of the HNSW index has finished. */
   indexCompletion: Promise<void>;
-  /** Set when the index file was checked current at the start and left on disk (not in memory). */
-  indexOnDisk: { vectors: number } | null;
 }
 
 export function emptyUserState(userId: string, version: number): UserState {
@@ -45,7 +43,6 @@ export function emptyUserState(userId: string, version: number): UserState {
     flushTimer: null,
     retired: false,
     indexCompletion: Promise.resolve(),
-    indexOnDisk: null,
   };
 }
 

@@ -74,7 +74,7 @@ export const poolStatsSchema = z
         count: z.number().int(),
         sessions: z.number().int(),
         bytes_on_disk: z.number().int(),
-        index: z.object({ loaded: z.boolean(), vectors: z.number().int(), complete: z.boolean(), pending_flush: z.boolean() }),
+        index: z.object({ graph: z.boolean(), loaded: z.boolean(), vectors: z.number().int(), complete: z.boolean(), pending_flush: z.boolean() }),
       }),
     ),
   });

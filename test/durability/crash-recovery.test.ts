@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { tempDir } from '../helper.js';
-import { request, sleep, startServerProcess, waitForIndexes } from './server-process.js';
+import { KEEP_GRAPHS, request, sleep, startServerProcess, waitForIndexes } from './server-process.js';
 
 /**
  * SIGKILL the real server in the middle of 32 clients' Adds, restart it on the same data
@@ -72,7 +72,7 @@ describe('crash recovery (SIGKILL under load)', () => {
   it('keeps every acknowledged Add, retries store nothing twice, and a torn last line is skipped with a warning', async () => {
     const dataDir = await tempDir('memorypool-crash-');
     const store = new JsonlStore(dataDir, silentLogger());
-    const first = await startServerProcess({ dataDir });
+    const first = await startServerProcess({ dataDir, env: { ...KEEP_GRAPHS } });
 
     const attempted: PlannedAdd[] = [];
     const acked = new Set<PlannedAdd>();
@@ -125,7 +125,7 @@ describe('crash recovery (SIGKILL under load)', () => {
     await appendFile(tornFile, `{"id":"torn-line","user_id":"${USERS[0]}","text":"half writ`);
     const tornLine = (await readFile(tornFile, 'utf8')).split('\n').length;
 
-    const second = await startServerProcess({ dataDir });
+    const second = await startServerProcess({ dataDir, env: { ...KEEP_GRAPHS } });
     const warning = await second.waitForLog((record) => record.file === tornFile && record.line === tornLine);
     expect(warning.level).toBe(40);
     expect(String(warning.msg)).toMatch(/torn/);

@@ -6,7 +6,7 @@ import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { register, tempDir } from '../helper.js';
-import { request, sleep, startServerProcess, type ServerProcess } from './server-process.js';
+import { KEEP_GRAPHS, request, sleep, startServerProcess, type ServerProcess } from './server-process.js';
 
 /**
  * SIGTERM drains: what was accepted before the signal finishes and is acknowledged, what comes
@@ -54,6 +54,7 @@ async function gatedEmbedder(): Promise<{ url: string; received: () => number; o
 
 function embedderEnv(url: string): Record<string, string> {
   return {
+    ...KEEP_GRAPHS,
     MEMORYPOOL_EMBEDDER: 'http',
     MEMORYPOOL_EMBEDDER_URL: url,
     MEMORYPOOL_EMBEDDER_MODEL: 'gated-test',

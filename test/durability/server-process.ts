@@ -59,6 +59,14 @@ export async function freePort(): Promise<number> {
 
 export { sleep };
 
+/**
+ * Every user keeps an HNSW graph and its cache file: only users past the exhaustive limit keep one,
+ * and the suites that test those caches use a few memories per user.
+ */
+export const KEEP_GRAPHS = { MEMORYPOOL_EXHAUSTIVE_LIMIT: '0' } as const;
+/** The same for a service opened in the test's own process. */
+export const KEEP_GRAPHS_WEIGHTS = { exhaustiveLimit: 0 } as const;
+
 /** Starts the server and resolves once /health answers; retries once on a port taken meanwhile. */
 export async function startServerProcess(options: StartOptions): Promise<ServerProcess> {
   for (let attempt = 0; ; attempt++) {

@@ -7,7 +7,7 @@ import { VectorIndex } from '../../src/retrieval/vector-index.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { encodeVector } from '../../src/store/stored-record.js';
 import { build, openService, tempDir, testEmbedder } from '../helper.js';
-import { request, startServerProcess, waitForIndexes, type ServerProcess } from './server-process.js';
+import { KEEP_GRAPHS, KEEP_GRAPHS_WEIGHTS, request, startServerProcess, waitForIndexes, type ServerProcess } from './server-process.js';
 
 /**
  * The JSONL is the truth and the HNSW file a cache: a cache that is damaged or gone costs a
@@ -32,7 +32,7 @@ function messagesAbout(words: string[]) {
 
 /** Writes each user's memories with the service itself, closing it so the caches are flushed. */
 async function prepare(dataDir: string, users: string[]): Promise<void> {
-  const service = await openService({ dataDir });
+  const service = await openService({ dataDir, weights: { ...KEEP_GRAPHS_WEIGHTS } });
   for (const userId of users) {
     await service.addConversation({ requestId: `prep-${userId}`, userId, sessionId: 's1', messages: messagesAbout(TOPICS[userId]) });
   }
@@ -76,7 +76,7 @@ describe('index cache faults', () => {
     await rm(meta('meta-missing'));
     await writeFile(meta('meta-garbage'), '{"model": "hash-embed');
 
-    const server = await startServerProcess({ dataDir });
+    const server = await startServerProcess({ dataDir, env: { ...KEEP_GRAPHS } });
     await waitForIndexes(server);
     const warned = server.logs().filter((record) => record.level === 40 && /rebuild/.test(String(record.msg)));
     for (const userId of ['garbage', 'truncated', 'empty', 'missing', 'meta-garbage']) {
@@ -119,7 +119,7 @@ describe('index cache faults', () => {
 
     let server: ServerProcess;
     try {
-      server = await startServerProcess({ dataDir });
+      server = await startServerProcess({ dataDir, env: { ...KEEP_GRAPHS } });
     } catch (error) {
       throw new Error(`the server did not survive loading the damaged index: ${(error as Error).message.slice(0, 300)}`);
     }
@@ -192,7 +192,7 @@ describe('write faults', () => {
     expect(outcomes.filter((outcome) => outcome.status === 200).length).toBeGreaterThan(0);
     expect(await limited.stop('SIGTERM')).toEqual({ code: 0, signal: null });
 
-    const restarted = await startServerProcess({ dataDir });
+    const restarted = await startServerProcess({ dataDir, env: { ...KEEP_GRAPHS } });
     expect(restarted.logs().filter((record) => /quarantin|torn|malformed/.test(String(record.msg)))).toEqual([]);
     for (const userId of ['efbig-a', 'efbig-b']) {
       const listed = (await request(`${restarted.url}/mem/list?user_id=${userId}&limit=1000`)).body as Array<{ text: string }>;

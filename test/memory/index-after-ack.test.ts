@@ -37,7 +37,8 @@ describe('MemoryService: HNSW inserts after the acknowledgement', () => {
 
   it('builds the index of a user written for the first time after answering, ready for the next start', async () => {
     const dataDir = await tempDir();
-    const first = await openService({ dataDir });
+    // Every user past the limit of 0 keeps a graph, the first memory's user too.
+    const first = await openService({ dataDir, weights: { exhaustiveLimit: 0 } });
     const outcome = await first.addConversation({
       requestId: 'r1',
       userId: 'fresh',

@@ -29,19 +29,41 @@ describe('MemoryService', () => {
 
   it('rebuilds a missing or corrupt vector index from the JSONL', async () => {
     const dataDir = await tempDir();
-    const first = await openService({ dataDir });
+    // A graph is kept past the exhaustive limit only: two memories here keep one.
+    const weights = { exhaustiveLimit: 2 };
+    const first = await openService({ dataDir, weights });
     await first.addConversation(conversation('r1', 'conv', ['alpha beta', 'gamma delta', 'epsilon zeta']));
     await first.close();
     const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
     expect(await readdir(userDir)).toContain('vectors.hnsw');
     await writeFile(path.join(userDir, 'vectors.hnsw'), 'garbage');
-    const second = await openService({ dataDir });
+    const second = await openService({ dataDir, weights });
     expect((await second.search({ userId: 'conv', query: 'gamma', limit: 1 }))[0].memory.text).toBe('gamma delta');
     await second.close();
     await rm(path.join(userDir, 'vectors.hnsw'));
     await rm(path.join(userDir, 'vectors.meta.json'));
-    const third = await openService({ dataDir });
+    const third = await openService({ dataDir, weights });
     expect((await third.search({ userId: 'conv', query: 'epsilon', limit: 1 }))[0].memory.text).toBe('epsilon zeta');
+  });
+
+  it('keeps no HNSW graph for a user within the exhaustive limit, and builds one once it grows past it', async () => {
+    const dataDir = await tempDir();
+    const weights = { exhaustiveLimit: 4 };
+    const first = await openService({ dataDir, weights });
+    await first.addConversation(conversation('r1', 'conv', ['alpha beta', 'gamma delta', 'epsilon zeta']));
+    await first.indexesReady();
+    expect((await first.stats()).per_user[0].index).toEqual({ graph: false, loaded: false, vectors: 0, complete: true, pending_flush: false });
+    await first.close();
+    const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
+    expect(await readdir(userDir)).not.toContain('vectors.hnsw');
+
+    const second = await openService({ dataDir, weights });
+    await second.addConversation(conversation('r2', 'conv', ['eta theta', 'iota kappa'], 's2'));
+    await second.indexesReady();
+    expect((await second.stats()).per_user[0].index).toMatchObject({ graph: true, loaded: true, vectors: 5, complete: true });
+    expect((await second.search({ userId: 'conv', query: 'iota', limit: 1 }))[0].memory.text).toBe('iota kappa');
+    await second.close();
+    expect(await readdir(userDir)).toContain('vectors.hnsw');
   });
 
   it('re-embeds stored memories when the model changes', async () => {
@@ -196,13 +218,15 @@ describe('MemoryService lifecycle', () => {
 describe('MemoryService vector index rebuild', () => {
   it('serves at once from a missing index, rebuilds it in the background, and saves it', async () => {
     const dataDir = await tempDir();
-    const first = await openService({ dataDir });
+    // Past the exhaustive limit, so the user keeps a graph.
+    const weights = { exhaustiveLimit: 10 };
+    const first = await openService({ dataDir, weights });
     await first.addConversation(conversation('r1', 'conv', Array.from({ length: 30 }, (_, i) => `fact number ${i} about topic ${i}`)));
     await first.close();
     const userDir = path.join(dataDir, 'users', (await readdir(path.join(dataDir, 'users')))[0]);
     await rm(path.join(userDir, 'vectors.hnsw'));
 
-    const second = await openService({ dataDir });
+    const second = await openService({ dataDir, weights });
     expect((await second.search({ userId: 'conv', query: 'topic 17', limit: 1 }))[0].memory.text).toBe('fact number 17 about topic 17');
     // The start rebuilds the index in the background; writes meanwhile join it.
     await second.addMemory({ userId: 'conv', text: 'one more fact' });
@@ -213,10 +237,10 @@ describe('MemoryService vector index rebuild', () => {
     await second.close();
     expect(await readdir(userDir)).toContain('vectors.hnsw');
 
-    // A current index file of a user scored exhaustively is checked at the start and left on disk.
-    const third = await openService({ dataDir });
+    // The saved index is read at the next start, and writes go on joining it.
+    const third = await openService({ dataDir, weights });
     await third.indexesReady();
-    expect((await third.stats()).per_user[0].index).toMatchObject({ loaded: false, vectors: 31, complete: true });
+    expect((await third.stats()).per_user[0].index).toMatchObject({ graph: true, loaded: true, vectors: 31, complete: true });
     await third.addMemory({ userId: 'conv', text: 'a fact after the restart' });
     // The write's index work follows its acknowledgement (see index-after-ack.test.ts).
     await third.indexesReady();
