@@ -19,6 +19,8 @@ const FUSION_TERMS_OFF: Partial<RetrievalWeights> = {
   periodBoost: 0,
   eventPeriodBoost: 0,
   questionTurnPenalty: 0,
+  disclosureBoost: 0,
+  aboutPersonBoost: 0,
   importanceWeight: 0,
   decayWeight: 0,
 };
@@ -42,6 +44,12 @@ export const SYSTEMS: readonly SystemSpec[] = [
   { name: 'no-neighbours', kind: 'service', description: 'hybrid without the session-neighbour term', overrides: { neighbourWeight: 0 } },
   { name: 'no-context', kind: 'service', description: 'hybrid without the previous-turn blend in the dense vector', overrides: { contextWeight: 0 } },
   { name: 'no-speaker', kind: 'service', description: 'hybrid without the named-speaker boost', overrides: { speakerBoost: 0 } },
+  {
+    name: 'no-disclosure',
+    kind: 'service',
+    description: "hybrid without the boost of the queried speaker's first-person turns (and its extra for questions about the person)",
+    overrides: { disclosureBoost: 0, aboutPersonBoost: 0 },
+  },
   { name: 'no-time-cues', kind: 'service', description: 'hybrid without the "when" and named-period boosts', overrides: { timeCueBoost: 0, catchUpBoost: 0, periodBoost: 0 } },
   { name: 'no-catch-up', kind: 'service', description: 'hybrid without the extra "when" boost for the first turns of a session', overrides: { catchUpBoost: 0 } },
   { name: 'no-decay', kind: 'service', description: 'hybrid without time decay', overrides: { decayWeight: 0 } },

@@ -1,6 +1,6 @@
 import { lexicalText, standaloneContent, type UnitText } from '../ingest/message-units.js';
 import { analyze } from '../retrieval/analyzer.js';
-import { isDistractorQuestion } from '../retrieval/query-cues.js';
+import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
 import { eventPeriod, hasTimeExpression } from '../retrieval/time-cues.js';
 import type { CorpusUnit } from '../retrieval/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
@@ -66,6 +66,7 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array | null, st
     hasTimeExpression: saysWhen,
     eventPeriod: eventPeriod(record.text, text.timeMs, saysWhen),
     isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
+    firstPerson: speaksOfSelf(record.text),
     textKey: shared(strings, duplicateKey(record.text)),
   };
 }

@@ -5,7 +5,7 @@ import { denseText, lexicalText, splitIntoUnits, type UnitText } from '../ingest
 import { silentLogger, type Logger } from '../logger.js';
 import { analyze } from '../retrieval/analyzer.js';
 import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
-import { addressedRole, namedSpeaker } from '../retrieval/query-cues.js';
+import { addressedRole, asksAboutPerson, namedSpeaker } from '../retrieval/query-cues.js';
 import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import type { CorpusUnit, QueryText } from '../retrieval/user-corpus.js';
 import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
@@ -312,6 +312,7 @@ export class MemoryService {
           role: addressedRole(request.query, state.corpus.speakers),
           wantedTags,
           whenQuestion: isWhenQuestion(request.query),
+          aboutPerson: asksAboutPerson(request.query),
           period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
           filter: recordFilter(state, request.filter),
           collapseDuplicates: overrides.collapseDuplicates ?? request.collapseDuplicates === true,

@@ -14,6 +14,27 @@ const ASKS_ASSISTANT = /\byou\s+(?:(?:had|have|just)\s+)?(?:said|say|told|tell|m
 /** The speaker talks about themself. */
 const FIRST_PERSON = /\b(?:i|me|my|mine|myself|i['’](?:m|ve|d|ll))\b/i;
 
+/** Words that ask for an inference about a person rather than a told fact ("Would Melanie enjoy…", "What might John's…"). */
+const ASKS_INFERENCE = /\b(?:would|might|likely|could|potentially|probably|suspected|considered)\b|\bbased on\b/i;
+/** A question asking for the items of a kind: "What activities has…", "Which books does…", "What kinds of art…". */
+const ASKS_LIST = /^\s*(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(?:[\p{L}-]+\s+)?[\p{L}-]+s\s+(?:has|have|does|do|did|is|are|was|were)\b/iu;
+/** Someone speaking of themself, in a turn: I, me, my, we, our. */
+const SPEAKS_OF_SELF = /\b(?:i|me|my|mine|myself|we|us|our|ours|i['’](?:m|ve|d|ll)|we['’](?:re|ve|d|ll))\b/i;
+
+/**
+ * Whether a query asks about a person rather than one event: an inference ("Would X prefer…",
+ * "What might X…") or a list of things of a kind ("What activities has X done?"), whose evidence
+ * is many of the person's own turns told in the first person (see `disclosureCue`).
+ */
+export function asksAboutPerson(query: string): boolean {
+  return ASKS_INFERENCE.test(query) || ASKS_LIST.test(query);
+}
+
+/** Whether a turn's speaker speaks of themself (first person, singular or plural). */
+export function speaksOfSelf(text: string): boolean {
+  return SPEAKS_OF_SELF.test(text);
+}
+
 function words(query: string): Set<string> {
   return new Set(query.toLowerCase().match(/[\p{L}\p{N}'’-]+/gu) ?? []);
 }

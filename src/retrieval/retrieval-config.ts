@@ -4,7 +4,8 @@
  * (checked on both LoCoMo and LongMemEval, never tuned to one alone; the event-period boost and
  * the question-turn penalty were chosen by `npm run eval -- tune` on every held-out fold, the
  * period boost 0.3 on every LoCoMo fold, tied on every LongMemEval one; the period sharpnesses
- * stay 0 because no value above it held there).
+ * stay 0 because no value above it held there; the disclosure cue with the speaker boost lowered to
+ * 0.1, on every LoCoMo fold, tied on every LongMemEval one: eval/ROUND3-ITEM5.md).
  */
 export interface RetrievalWeights {
   /** Share of the min-max normalised dense (cosine) score in the base score; the rest is BM25. 0 = BM25 only, 1 = dense only. */
@@ -13,7 +14,10 @@ export interface RetrievalWeights {
   contextWeight: number;
   /** Share of the better session neighbour's base score added to a unit's score. */
   neighbourWeight: number;
-  /** Added to units spoken by the one known speaker a query names (soft: never a filter). */
+  /**
+   * Added to units spoken by the one known speaker a query names (soft: never a filter). Their
+   * first-person turns get `disclosureBoost` on top: 0.1 + 0.1 there, 0.1 elsewhere (0.15 flat before).
+   */
   speakerBoost: number;
   /** Added to the turns of the generic role (user, assistant) a query is about: "what did I…" → the user's turns. */
   roleBoost: number;
@@ -39,6 +43,16 @@ export interface RetrievalWeights {
   eventPeriodSharpness: number;
   /** Subtracted from a turn that is itself a question between named speakers; its neighbours still get its full share. */
   questionTurnPenalty: number;
+  /**
+   * Added to a first-person turn of the speaker (or role) the query is about (`disclosureCue`):
+   * people tell their own activities and tastes in the first person (issue 17 item 5).
+   */
+  disclosureBoost: number;
+  /**
+   * Added on top of `disclosureBoost` when the query asks about the person rather than an event:
+   * an inference ("would X…", "likely") or a list ("what activities has X…") (`asksAboutPerson`).
+   */
+  aboutPersonBoost: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
   importanceWeight: number;
   /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
@@ -57,7 +71,7 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   denseWeight: 0.5,
   contextWeight: 0.5,
   neighbourWeight: 0.5,
-  speakerBoost: 0.15,
+  speakerBoost: 0.1,
   roleBoost: 0.3,
   tagBoost: 0.2,
   timeCueBoost: 0.05,
@@ -67,6 +81,8 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   periodSharpness: 0,
   eventPeriodSharpness: 0,
   questionTurnPenalty: 0.15,
+  disclosureBoost: 0.1,
+  aboutPersonBoost: 0.05,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,

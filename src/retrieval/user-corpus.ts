@@ -2,6 +2,7 @@ import { Bm25Index } from './bm25-index.js';
 import {
   contextCosine,
   decayMultiplier,
+  disclosureCue,
   fuseColumnsAt,
   fuseScore,
   importanceMultiplier,
@@ -45,6 +46,8 @@ export interface CorpusUnit {
   eventPeriod: TimePeriod | null;
   /** A question between named speakers (penalised a little, see `questionTurnPenalty`). */
   isQuestion: boolean;
+  /** The speaker speaks of themself (`speaksOfSelf`): see `disclosureCue`. */
+  firstPerson: boolean;
   /** The text as duplicates share it (`duplicateKey`): answers that collapse duplicates hold each once. */
   textKey: string;
 }
@@ -71,6 +74,8 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
   /** Lowercased tags whose exact presence on a unit is rewarded. */
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
+  /** The query asks about a person rather than one event (`asksAboutPerson`). */
+  aboutPerson?: boolean;
   period: TimePeriod | null;
   /**
    * Ranks only the units passing it (the request's filter): they are the candidates, so the
@@ -448,11 +453,14 @@ export class UserCorpus {
       period: new Float64Array(count),
       eventPeriod: new Float64Array(count),
       questionTurn: new Float64Array(count),
+      disclosure: new Float64Array(count),
       importance: new Float64Array(count),
       decay: new Float64Array(count),
     };
     // A cue the query lacks leaves its column at 0 for every unit: only the present ones loop.
     const { speaker, role, period, wantedTags } = query;
+    const queried = weights.disclosureBoost !== 0 || weights.aboutPersonBoost !== 0 ? (speaker ?? role ?? null) : null;
+    const aboutPerson = query.aboutPerson === true;
     for (let i = 0; i < count; i++) {
       const unit = layout.units[candidates[i]];
       if (speaker !== null && unit.speaker === speaker) terms.speaker[i] = weights.speakerBoost;
@@ -464,6 +472,7 @@ export class UserCorpus {
         if (unit.eventPeriod) terms.eventPeriod[i] = weights.eventPeriodBoost * periodCoincidence(unit.eventPeriod, period, weights.eventPeriodSharpness);
       }
       if (unit.isQuestion) terms.questionTurn[i] = -weights.questionTurnPenalty;
+      if (queried) terms.disclosure[i] = disclosureCue(unit.speaker === queried, unit.firstPerson, aboutPerson, weights);
       terms.importance[i] = importanceMultiplier(unit.importance, weights.importanceWeight);
       terms.decay[i] = decayMultiplier(this.newestTime - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight);
     }

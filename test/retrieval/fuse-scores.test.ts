@@ -3,6 +3,7 @@ import {
   applyTerms,
   contextCosine,
   decayMultiplier,
+  disclosureCue,
   fuseColumnsAt,
   fuseScore,
   importanceMultiplier,
@@ -106,6 +107,16 @@ describe('fusion terms', () => {
     expect(timeCue(false, true, true, weights)).toBe(0);
   });
 
+  it('disclosureCue boosts the queried person\'s first-person turns, more for a question about the person', () => {
+    const weights = { disclosureBoost: 0.1, aboutPersonBoost: 0.05 };
+    expect(disclosureCue(true, true, false, weights)).toBeCloseTo(0.1, 12);
+    expect(disclosureCue(true, true, true, weights)).toBeCloseTo(0.15, 12);
+    // Another speaker's turn, or the person's turn not in the first person: nothing.
+    expect(disclosureCue(false, true, true, weights)).toBe(0);
+    expect(disclosureCue(true, false, true, weights)).toBe(0);
+    expect(disclosureCue(true, true, true, { disclosureBoost: 0, aboutPersonBoost: 0 })).toBe(0);
+  });
+
   it('tagBoost counts exact (case-insensitive) tag hits', () => {
     expect(tagBoost(['Work', 'urgent'], new Set(['work', 'urgent']), 0.2)).toBeCloseTo(0.4);
     expect(tagBoost(['work'], new Set(['working']), 0.2)).toBe(0);
@@ -115,7 +126,7 @@ describe('fusion terms', () => {
   it('fuseScore sums the added terms, then multiplies; its terms replay to the same score exactly', () => {
     const parts: FusedParts = {
       dense: 0.31, bm25: 0.17, options: 0.05, neighbours: 0.2, speaker: 0.15, role: 0, tags: 0.2,
-      timeCue: 0.05, period: 0, eventPeriod: 0.4, questionTurn: -0.1, importance: 1.1, decay: 0.97,
+      timeCue: 0.05, period: 0, eventPeriod: 0.4, questionTurn: -0.1, disclosure: 0, importance: 1.1, decay: 0.97,
     };
     const terms: ScoreTerm[] = [];
     const score = fuseScore(parts, terms);
@@ -128,10 +139,10 @@ describe('fusion terms', () => {
   });
 
   it('fuseColumnsAt gives each unit the very bits fuseScore gives its parts', () => {
-    const names = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'importance', 'decay'] as const;
+    const names = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'disclosure', 'importance', 'decay'] as const;
     const units = 50;
     // Values whose sums round differently by order: a changed order of operations shows in the bits.
-    const column = (k: number) => Float64Array.from({ length: units }, (_, i) => (k < 11 ? Math.sin(i * 3.7 + k) / (k + 1) : 1 + Math.cos(i + k) / 10));
+    const column = (k: number) => Float64Array.from({ length: units }, (_, i) => (k < 12 ? Math.sin(i * 3.7 + k) / (k + 1) : 1 + Math.cos(i + k) / 10));
     const columns = Object.fromEntries(names.map((name, k) => [name, column(k)])) as unknown as FusedColumns;
     for (let i = 0; i < units; i++) {
       expect(partsAt(columns, i)).toEqual(Object.fromEntries(names.map((name) => [name, columns[name][i]])));

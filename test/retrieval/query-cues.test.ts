@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { addressedRole, isDistractorQuestion, namedSpeaker } from '../../src/retrieval/query-cues.js';
+import { addressedRole, asksAboutPerson, isDistractorQuestion, namedSpeaker, speaksOfSelf } from '../../src/retrieval/query-cues.js';
 
 describe('namedSpeaker', () => {
   const speakers = ['caroline', 'melanie', 'user'];
@@ -53,5 +53,44 @@ describe('isDistractorQuestion', () => {
     expect(isDistractorQuestion('We moved last month. Have you been busy?', 'gina')).toBe(false);
     expect(isDistractorQuestion('Have you been busy? I have.', 'gina')).toBe(false);
     expect(isDistractorQuestion('Great photo! Have you been busy?', 'gina')).toBe(true);
+  });
+});
+
+describe('asksAboutPerson', () => {
+  it('holds for inferences and for lists of things of a kind', () => {
+    expect(asksAboutPerson('Would Melanie be more interested in going to a national park or a theme park?')).toBe(true);
+    expect(asksAboutPerson("What might John's financial status be?")).toBe(true);
+    expect(asksAboutPerson('Is it likely that Nate has friends besides Joanna?')).toBe(true);
+    expect(asksAboutPerson("Based on Tim's collections, what is a shop that he would enjoy?")).toBe(true);
+    expect(asksAboutPerson('What activities has Melanie done with her family?')).toBe(true);
+    expect(asksAboutPerson('What LGBTQ+ events has Caroline participated in?')).toBe(false); // "+" is no letter
+    expect(asksAboutPerson('What instruments does Melanie play?')).toBe(true);
+    expect(asksAboutPerson('What kinds of books does Tim read?')).toBe(true);
+    expect(asksAboutPerson('What kinds of art does Caroline make?')).toBe(false); // the thing asked for must be plural
+    expect(asksAboutPerson('Which books has Tim read?')).toBe(true);
+  });
+
+  it('does not hold for a question about one event or fact', () => {
+    expect(asksAboutPerson('When did Caroline go to the LGBTQ support group?')).toBe(false);
+    expect(asksAboutPerson('What did Melanie paint recently?')).toBe(false);
+    expect(asksAboutPerson("What is Caroline's relationship status?")).toBe(false);
+    expect(asksAboutPerson('Where did Caroline move from 4 years ago?')).toBe(false);
+    expect(asksAboutPerson('What does Melanie do to destress?')).toBe(false);
+  });
+});
+
+describe('speaksOfSelf', () => {
+  it('finds a speaker speaking of themself, singular or plural', () => {
+    expect(speaksOfSelf('I just signed up for a pottery class yesterday.')).toBe(true);
+    expect(speaksOfSelf("We went camping with the kids. It's been great!")).toBe(true);
+    expect(speaksOfSelf("I'm off to go swimming.")).toBe(true);
+    expect(speaksOfSelf('Our trip got off to a bad start.')).toBe(true);
+  });
+
+  it('not a turn about the other person or the world', () => {
+    expect(speaksOfSelf("Wow, that's amazing! You really care about being real.")).toBe(false);
+    expect(speaksOfSelf('The game was called Counter-Strike.')).toBe(false);
+    // Words holding "i" or "us" are not the pronouns.
+    expect(speaksOfSelf('Music is inspiring, a mix of business and bonus tracks.')).toBe(false);
   });
 });

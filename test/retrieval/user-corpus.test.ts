@@ -27,6 +27,7 @@ function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): Corpu
     hasTimeExpression: false,
     eventPeriod: null,
     isQuestion: false,
+    firstPerson: false,
     textKey: text.trim().replace(/\s+/g, ' ').toLowerCase(),
     ...extra,
   };
@@ -89,6 +90,28 @@ describe('UserCorpus', () => {
     expect(corpus.search(query('hiking', { speaker: 'caroline' }), weights, 2)[0].seq).toBe(0);
     expect(corpus.search(query('hiking', { wantedTags: new Set(['outdoors']) }), weights, 2)[0].seq).toBe(1);
     expect(corpus.search(query('hiking', { filter: (candidate) => candidate.seq === 0 }), weights, 2).map((r) => r.seq)).toEqual([0]);
+  });
+
+  it("adds the disclosure cue to the queried speaker's first-person turns, more for a question about the person", () => {
+    const corpus = corpusWithIndex();
+    corpus.add([
+      unit(0, 'hiking is fun', { speaker: 'caroline' }),
+      unit(1, 'I went hiking', { speaker: 'caroline', firstPerson: true }),
+      unit(2, 'I went hiking', { speaker: 'melanie', firstPerson: true }),
+    ]);
+    const weights = resolveWeights({ ...lexicalOnly, speakerBoost: 0, disclosureBoost: 0.1, aboutPersonBoost: 0.05 });
+    const termOf = (ranked: ReturnType<UserCorpus['search']>, seq: number) => ranked.find((r) => r.seq === seq)!.explanation!.terms.find((t) => t.term === 'disclosure')?.value;
+    const aboutEvent = corpus.search(query('hiking', { speaker: 'caroline', explain: true }), weights, 3);
+    expect(aboutEvent[0].seq).toBe(1);
+    expect(termOf(aboutEvent, 1)).toBeCloseTo(0.1, 12);
+    expect(termOf(aboutEvent, 0)).toBeUndefined();
+    expect(termOf(aboutEvent, 2)).toBeUndefined();
+    const aboutPerson = corpus.search(query('hiking', { speaker: 'caroline', aboutPerson: true, explain: true }), weights, 3);
+    expect(termOf(aboutPerson, 1)).toBeCloseTo(0.15, 12);
+    // A generic role the query is about counts as the queried person; no person named, no cue.
+    corpus.add([unit(3, 'I went hiking', { speaker: 'user', firstPerson: true })]);
+    expect(termOf(corpus.search(query('hiking', { role: 'user', explain: true }), weights, 4), 3)).toBeCloseTo(0.1, 12);
+    expect(corpus.search(query('hiking', { explain: true }), weights, 4).every((r) => r.explanation!.terms.every((t) => t.term !== 'disclosure'))).toBe(true);
   });
 
   it('ranks a filtered search among the matching units only: their scores are normalised among themselves, and the limit fills', () => {
