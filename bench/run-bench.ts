@@ -177,9 +177,6 @@ async function main(): Promise<void> {
     // The bare encoder runs on as many threads as the server's; the single-query floor on this thread.
     const encoderStack = serverEncoderStack();
     const embedder = serverEncoder();
-    // Loaded now, while the stack's threads hold onnxruntime's addon: once the last thread that
-    // loaded it has ended, loading it again in this process fails ("did not self-register").
-    await embedder.ready();
     const encoderBefore = await measureEncoder(encoderStack, encoderBodies, plan.encoderPerAddRequests, progress);
 
     const serviceDir = path.join(workDir, 'service');

@@ -72,6 +72,7 @@ export class WorkerEmbedder implements Embedder {
   private start(): void {
     if (this.closed) throw createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed');
     if (this.worker) return;
+    holdOnnxRuntime();
     const entry = workerEntry();
     const worker = new Worker(entry.file, { workerData: this.options, eval: entry.eval });
     this.worker = worker;
@@ -114,6 +115,21 @@ export class WorkerEmbedder implements Embedder {
     // A failed load is reported to the caller of ready(); nothing else awaits it.
     this.loaded.catch(() => undefined);
   }
+}
+
+let onnxRuntimeHeld = false;
+
+/**
+ * Loads onnxruntime-node's addon on this thread too, once, and keeps it: the addon registers
+ * itself only when first loaded into the process, so once every thread that loaded it has ended
+ * (an encoder thread died, or the last copy closed), loading it again fails with "Module did not
+ * self-register" and a restarted encoder thread could never encode again (measured: every call
+ * 503 after one thread's death). Held here it stays registered for the process (~31 ms, once).
+ */
+function holdOnnxRuntime(): void {
+  if (onnxRuntimeHeld) return;
+  onnxRuntimeHeld = true;
+  createRequire(import.meta.url)('onnxruntime-node');
 }
 
 /**
