@@ -237,7 +237,7 @@ async function main(): Promise<void> {
         round(serverCores, 2),
         'cores',
         serverCores >= 0.9 * cores,
-        `${at32} req/s, ${serverEncoderThreads()} encoder threads; server CPU ms a Search by thread ${JSON.stringify(searchAt32?.server_cpu_ms_per_request_by_thread ?? {})}`,
+        `${at32} req/s, ${serverEncoderThreads()} encoder threads; the bench's own clients took ${searchAt32?.cpu.bench_cores ?? NaN} cores and everything else ${searchAt32?.cpu.other_cores ?? NaN}; server CPU ms a Search by thread ${JSON.stringify(searchAt32?.server_cpu_ms_per_request_by_thread ?? {})}`,
       ),
       target(
         'search_cpu_vs_encoder_cpu',
