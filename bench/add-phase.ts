@@ -40,7 +40,8 @@ function addTexts(body: AddBody): string[] {
 }
 
 export async function measureEncoder(embedder: Embedder, bodies: readonly AddBody[], perAddBodies: number, progress: Log): Promise<EncoderRun> {
-  await embedder.ready();
+  // Every copy of a pool, as a server has them a moment after its start.
+  await (embedder.loadedAll?.() ?? embedder.ready());
   // Warm-up on the longest texts too: the first run of each larger shape allocates, and that is not the figure.
   const byLength = bodies.flatMap(addTexts).sort((a, b) => b.length - a.length);
   await embedder.embed([...byLength.slice(0, 64), ...byLength.slice(-64)]);

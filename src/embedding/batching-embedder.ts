@@ -159,6 +159,10 @@ export class BatchingEmbedder implements Embedder {
     this.observer = observer;
   }
 
+  loadedAll(): Promise<void> {
+    return this.inner.loadedAll?.() ?? this.inner.ready();
+  }
+
   close(): Promise<void> {
     return this.inner.close();
   }

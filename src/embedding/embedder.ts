@@ -20,6 +20,11 @@ export interface Embedder {
    * implement it, and a wrapper passes it on to what it wraps. Others have no calls to report.
    */
   observeBatches?(observer: BatchObserver): void;
+  /**
+   * Resolves when every part has loaded, where `ready()` resolves earlier: an encoder pool is ready
+   * with its first copy and loads the others behind it (encoder-pool.ts). Wrappers pass it on.
+   */
+  loadedAll?(): Promise<void>;
 }
 
 /** Told of each model call (the metrics): its size, each text's wait in the queue, its run time. */

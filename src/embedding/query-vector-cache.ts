@@ -41,6 +41,10 @@ export class QueryVectorCache implements Embedder {
     return this.inner.close();
   }
 
+  loadedAll(): Promise<void> {
+    return this.inner.loadedAll?.() ?? this.inner.ready();
+  }
+
   observeBatches(observer: BatchObserver): void {
     this.inner.observeBatches?.(observer);
   }

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localEncoderStack } from '../../src/embedding/create-embedder.js';
 import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
 import { EncoderPool } from '../../src/embedding/encoder-pool.js';
@@ -13,14 +13,17 @@ class HeldEmbedder implements Embedder {
   closed = false;
   private readonly inner = new HashEmbedder({ dimensions: 16 });
   private held: Array<() => void> = [];
+  private readonly loaded: Promise<void>;
+  load: () => void = () => undefined;
 
-  constructor(modelId = 'held') {
+  constructor(modelId = 'held', loadsAtOnce = true) {
     this.modelId = modelId;
     this.dimensions = 16;
+    this.loaded = loadsAtOnce ? Promise.resolve() : new Promise((resolve) => (this.load = resolve));
   }
 
   ready(): Promise<void> {
-    return Promise.resolve();
+    return this.loaded;
   }
 
   async embed(texts: readonly string[], options?: EmbedOptions): Promise<Float32Array[]> {
@@ -42,10 +45,12 @@ describe('EncoderPool', () => {
   it('sends each call to the copy with the fewest texts in flight, and answers each with its own vectors', async () => {
     const copies = [new HeldEmbedder(), new HeldEmbedder()];
     const pool = new EncoderPool(copies);
+    await pool.loadedAll();
     const first = pool.embed(['a', 'b', 'c']);
     const second = pool.embed(['d']);
     const third = pool.embed(['e']);
     // The first copy holds three texts, the second one: both later calls go to the second.
+    await Promise.resolve();
     expect(copies[0]!.calls).toEqual([['a', 'b', 'c']]);
     expect(copies[1]!.calls).toEqual([['d'], ['e']]);
     copies[1]!.release();
@@ -56,11 +61,37 @@ describe('EncoderPool', () => {
     expect(await third).toEqual(await reference.embed(['e']));
     // Both idle again: the next call goes to the first copy.
     const fourth = pool.embed(['f']);
+    await Promise.resolve();
     expect(copies[0]!.calls).toHaveLength(2);
     copies[0]!.release();
     await fourth;
     await pool.close();
     expect(copies.every((copy) => copy.closed)).toBe(true);
+  });
+
+  it('is ready once its first copy has loaded, and sends calls only to copies that have', async () => {
+    const copies = [new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
+    const pool = new EncoderPool(copies);
+    let ready = false;
+    void pool.ready().then(() => (ready = true));
+    const early = pool.embed(['waits for the first copy']);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(ready).toBe(false);
+    expect(copies[0]!.calls).toEqual([]);
+    copies[0]!.load();
+    await pool.ready();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // The second copy is still loading: both calls go to the first.
+    const second = pool.embed(['while the second copy loads']);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(copies[0]!.calls).toEqual([['waits for the first copy'], ['while the second copy loads']]);
+    copies[1]!.load();
+    await pool.loadedAll();
+    const third = pool.embed(['now the idler copy']);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(copies[1]!.calls).toEqual([['now the idler copy']]);
+    copies.forEach((copy) => copy.release());
+    await Promise.all([early, second, third]);
   });
 
   it('takes copies of one model only', () => {
@@ -71,6 +102,7 @@ describe('EncoderPool', () => {
   // The real model (models/use-lite, built by npm install) on two threads, as the server runs it.
   describe('the local encoder on two threads', () => {
     const stack = localEncoderStack({ modelPrecision: 'int8', encoderWorkers: 2 });
+    beforeAll(() => stack.loadedAll());
     const here = new OnnxEmbedder({ precision: 'int8', intraOpThreads: 1 });
     afterAll(() => Promise.all([stack.close(), here.close()]));
 
