@@ -42,6 +42,8 @@ export class Bm25Index {
   /** Per term id, pairs [slot, term frequency]. */
   private readonly postings: number[][] = [];
   private readonly freeTermIds: number[] = [];
+  /** Score sums while topKeys() adds them up, by slot; all zero between calls. */
+  private scoreScratch = new Float64Array(0);
   /** Term frequencies while add() counts a document, by term id; all zero between calls. */
   private frequencyScratch = new Uint32Array(1024);
 
@@ -160,6 +162,100 @@ export class Bm25Index {
     }
   }
 
+  /**
+   * The BM25 score of each of `keys` (0 for a key the index lacks or that holds no query term),
+   * each a sum over the distinct query terms in the order `forEachScore` visits them, so the
+   * same bits as summing its visits. The cost follows the keys' own terms, not the posting lists:
+   * what a search of a few thousand candidates among a million documents needs.
+   */
+  scoreKeys(queryTerms: readonly string[], keys: ArrayLike<number>): Float64Array {
+    const scores = new Float64Array(keys.length);
+    const documentCount = this.slotByKey.size;
+    if (documentCount === 0) return scores;
+    const { termIds, idfs } = this.queryWeights(queryTerms);
+    if (termIds.length === 0) return scores;
+    const averageLength = this.totalLength / documentCount || 1;
+    const k1 = this.k1;
+    const lengthWeight = (k1 * this.b) / averageLength;
+    const constantNorm = k1 * (1 - this.b);
+    for (let i = 0; i < keys.length; i++) {
+      const slot = this.slotByKey.get(keys[i]);
+      if (slot === undefined) continue;
+      const slotTerms = this.slotTerms[slot]!;
+      const length = this.slotLengths[slot]!;
+      let sum = 0;
+      for (let t = 0; t < termIds.length; t++) {
+        const termId = termIds[t];
+        for (let j = 0; j < slotTerms.length; j += 2) {
+          if (slotTerms[j] !== termId) continue;
+          const frequency = this.postings[termId]![2 * slotTerms[j + 1]! + 1]!;
+          sum += (idfs[t] * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * length);
+          break;
+        }
+      }
+      scores[i] = sum;
+    }
+    return scores;
+  }
+
+  /**
+   * The `k` best-scored keys among those holding a query term and passing `passes`, best first,
+   * ties to the larger key (the newer memory): exactly the first `k` of `score()` sorted that way.
+   * Scores are summed into a slot-indexed array and selected with a bounded heap, so no Map of
+   * every matching document and no sort of them all (at a million documents a common word's
+   * posting list alone holds hundreds of thousands).
+   */
+  topKeys(queryTerms: readonly string[], k: number, passes?: (key: number) => boolean): Array<{ key: number; score: number }> {
+    const documentCount = this.slotByKey.size;
+    if (documentCount === 0 || k <= 0) return [];
+    const { termIds, idfs } = this.queryWeights(queryTerms);
+    if (termIds.length === 0) return [];
+    if (this.scoreScratch.length < this.slotKeys.length) this.scoreScratch = new Float64Array(Math.max(1024, this.slotKeys.length * 2));
+    const sums = this.scoreScratch;
+    const touched: number[] = [];
+    const averageLength = this.totalLength / documentCount || 1;
+    const k1 = this.k1;
+    const lengthWeight = (k1 * this.b) / averageLength;
+    const constantNorm = k1 * (1 - this.b);
+    // A document's sum starts at +0 (the scratch is all zero between calls) and takes its terms in
+    // query order: the additions `score` makes, in its order. Every term score is positive (idf > 0,
+    // frequency ≥ 1), so a zero sum marks a document not met yet.
+    for (let t = 0; t < termIds.length; t++) {
+      const postingList = this.postings[termIds[t]]!;
+      const idf = idfs[t];
+      for (let i = 0; i < postingList.length; i += 2) {
+        const slot = postingList[i]!;
+        const frequency = postingList[i + 1]!;
+        if (sums[slot] === 0) touched.push(slot);
+        sums[slot] += (idf * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * this.slotLengths[slot]!);
+      }
+    }
+    const heap = new TopK(k);
+    for (const slot of touched) {
+      const score = sums[slot];
+      sums[slot] = 0;
+      const key = this.slotKeys[slot]!;
+      if (passes && !passes(key)) continue;
+      heap.offer(key, score);
+    }
+    return heap.sorted();
+  }
+
+  /** The query's distinct known terms, in query order, with their idf. */
+  private queryWeights(queryTerms: readonly string[]): { termIds: number[]; idfs: number[] } {
+    const documentCount = this.slotByKey.size;
+    const termIds: number[] = [];
+    const idfs: number[] = [];
+    for (const term of queryTerms) {
+      const termId = this.termIdByTerm.get(term);
+      if (termId === undefined || termIds.includes(termId)) continue;
+      const documentFrequency = this.postings[termId]!.length / 2;
+      termIds.push(termId);
+      idfs.push(Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5)));
+    }
+    return { termIds, idfs };
+  }
+
   private termIdFor(term: string): number {
     const existing = this.termIdByTerm.get(term);
     if (existing !== undefined) return existing;
@@ -182,4 +278,70 @@ export class Bm25Index {
     this.postings[termId] = [];
     this.freeTermIds.push(termId);
   }
+}
+
+/**
+ * The k best (key, score) pairs offered, kept in a min-heap of size k: best = higher score, then
+ * larger key. Offering n pairs costs O(n log k), and most offers lose to the root at once.
+ */
+export class TopK {
+  private readonly keys: number[] = [];
+  private readonly scores: number[] = [];
+
+  constructor(private readonly k: number) {}
+
+  offer(key: number, score: number): void {
+    const { keys, scores } = this;
+    if (keys.length < this.k) {
+      keys.push(key);
+      scores.push(score);
+      this.siftUp(keys.length - 1);
+      return;
+    }
+    if (this.k === 0 || !better(key, score, keys[0], scores[0])) return;
+    keys[0] = key;
+    scores[0] = score;
+    this.siftDown(0);
+  }
+
+  /** Best first. */
+  sorted(): Array<{ key: number; score: number }> {
+    const out = this.keys.map((key, i) => ({ key, score: this.scores[i] }));
+    return out.sort((a, b) => b.score - a.score || b.key - a.key);
+  }
+
+  private siftUp(at: number): void {
+    const { keys, scores } = this;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!better(keys[parent], scores[parent], keys[at], scores[at])) break;
+      this.swap(at, parent);
+      at = parent;
+    }
+  }
+
+  private siftDown(at: number): void {
+    const { keys, scores } = this;
+    for (;;) {
+      const left = 2 * at + 1;
+      const right = left + 1;
+      let worst = at;
+      if (left < keys.length && better(keys[worst], scores[worst], keys[left], scores[left])) worst = left;
+      if (right < keys.length && better(keys[worst], scores[worst], keys[right], scores[right])) worst = right;
+      if (worst === at) return;
+      this.swap(at, worst);
+      at = worst;
+    }
+  }
+
+  private swap(a: number, b: number): void {
+    const { keys, scores } = this;
+    [keys[a], keys[b]] = [keys[b], keys[a]];
+    [scores[a], scores[b]] = [scores[b], scores[a]];
+  }
+}
+
+/** Whether (key, score) ranks above (otherKey, otherScore). */
+function better(key: number, score: number, otherKey: number, otherScore: number): boolean {
+  return score > otherScore || (score === otherScore && key > otherKey);
 }

@@ -338,7 +338,7 @@ export class JsonlStore {
       const stats = await handle.stat({ bigint: true });
       // Reading a device or a FIFO may never end (/dev/zero, /dev/full).
       if (!stats.isFile()) throw Object.assign(new Error(`not a regular file`), { code: 'EINVAL' });
-      return { content: await handle.readFile(), inode: Number(stats.ino), stamp: stampOf(stats) };
+      return { content: await readWhole(handle, Number(stats.size)), inode: Number(stats.ino), stamp: stampOf(stats) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw storageError(error);
@@ -445,10 +445,14 @@ export class JsonlStore {
   /** The sidecar when it proves to be built from this very file, else null (the reason logged). */
   private async readSidecar(userId: string, content: Buffer): Promise<VectorSidecar | null> {
     let bytes: Buffer;
+    let handle: FileHandle | undefined;
     try {
-      bytes = await readFile(path.join(this.userDir(userId), VECTOR_SIDECAR_FILE));
+      handle = await open(path.join(this.userDir(userId), VECTOR_SIDECAR_FILE), 'r');
+      bytes = await readWhole(handle, (await handle.stat()).size);
     } catch {
       return null;
+    } finally {
+      await handle?.close().catch(() => undefined);
     }
     const checked = checkSidecar(bytes, content);
     if (checked.status === 'valid') return checked.sidecar;
@@ -876,6 +880,26 @@ function cutVector(content: Buffer, start: number, end: number): string | null {
   const close = content.indexOf(0x22, key + VEC_KEY.length);
   if (close === -1 || close >= end) return null;
   return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
+}
+
+/** Bytes per read: `readFile` refuses files over 2 GiB (a user of ~700k memories), so large files are read in pieces. */
+const READ_CHUNK_BYTES = 1 << 30;
+
+/**
+ * The whole file behind `handle` (`size` bytes as its stat gave them) in one buffer, read a
+ * gigabyte at a time. A file that grew since its stat is read up to `size`, as `readFile` would
+ * not promise more either; one that shrank comes back short.
+ */
+async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
+  if (size < READ_CHUNK_BYTES) return handle.readFile();
+  const buffer = Buffer.allocUnsafe(size);
+  let read = 0;
+  while (read < size) {
+    const { bytesRead } = await handle.read(buffer, read, Math.min(READ_CHUNK_BYTES, size - read), read);
+    if (bytesRead === 0) break;
+    read += bytesRead;
+  }
+  return read === size ? buffer : buffer.subarray(0, read);
 }
 
 async function sha256File(file: string): Promise<string> {
