@@ -128,6 +128,7 @@ interface SlotLayout {
   units: CorpusUnit[];
   slotOfSeq: Map<number, number>;
   previous: Int32Array;
+  next: Int32Array;
   previousTurn: Int32Array;
   nextTurn: Int32Array;
   /** v·p with the previous unit's vector; NaN when there is none. */
@@ -360,11 +361,11 @@ export class UserCorpus {
     const { candidates, position, lexical, terms } = scored;
     const count = candidates.length;
 
-    const mainDense = this.denseShares(vectors[0], candidates, weights, layout);
+    const mainDense = this.denseShares(vectors[0], candidates, position, weights, layout);
     const optionShare = new Float64Array(count);
     if (query.options.length > 0 && weights.optionWeight > 0) {
       for (let o = 0; o < query.options.length; o++) {
-        const dense = this.denseShares(vectors[o + 1], candidates, weights, layout);
+        const dense = this.denseShares(vectors[o + 1], candidates, position, weights, layout);
         const optionLexical = lexical[o + 1];
         for (let i = 0; i < count; i++) optionShare[i] = Math.max(optionShare[i], dense[i] + optionLexical[i]);
       }
@@ -525,6 +526,7 @@ export class UserCorpus {
     const link = this.links.get(layout.units[slot].seq)!;
     const slotOf = (unit: CorpusUnit | null): number => (unit === null ? -1 : (layout.slotOfSeq.get(unit.seq) ?? -1));
     layout.previous[slot] = slotOf(link.previous);
+    layout.next[slot] = slotOf(link.next);
     layout.previousTurn[slot] = slotOf(link.previousTurn);
     layout.nextTurn[slot] = slotOf(link.nextTurn);
     layout.selfDotPrevious[slot] = link.selfDotPrevious ?? Number.NaN;
@@ -551,43 +553,35 @@ export class UserCorpus {
   private candidateSlots(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
     const matching = query.filter ? matchingSlots(layout, query.filter) : null;
     if (this.scoredExhaustively(weights, matching)) return matching ?? everySlot(layout);
-    const links = this.candidates(query, vectors, weights);
-    const slots = new Int32Array(links.length);
-    for (let i = 0; i < links.length; i++) slots[i] = layout.slotOfSeq.get(links[i].unit.seq)!;
-    return slots;
+    return this.candidates(query, vectors, weights, layout);
   }
 
   /**
-   * The candidates of a user not scored exhaustively (`candidateSlots` decides): the best BM25
-   * and HNSW candidates plus their session neighbours.
+   * The candidates of a user not scored exhaustively (`candidateSlots` decides), as slots: the
+   * best BM25 and HNSW candidates plus their session neighbours.
    */
-  private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights): UnitLinks[] {
+  private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
     // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
     // With a filter, both lists are taken among the matching units (the graph searches with it),
     // so the pools are as full as without one.
     const { filter } = query;
-    const passes = filter
-      ? (seq: number) => {
-          const link = this.links.get(seq);
-          return link !== undefined && filter(link.unit);
-        }
-      : () => true;
-    const chosen = new Set<number>([...this.unindexed].filter(passes));
+    const passesSlot = (slot: number): boolean => slot >= 0 && (!filter || filter(layout.units[slot]));
+    const passes = filter ? (seq: number) => passesSlot(layout.slotOfSeq.get(seq) ?? -1) : undefined;
+    const chosen = new Set<number>();
+    const choose = (seq: number): void => {
+      const slot = layout.slotOfSeq.get(seq);
+      if (slot !== undefined) chosen.add(slot);
+    };
+    for (const seq of this.unindexed) if (!passes || passes(seq)) choose(seq);
     [query.main, ...query.options].forEach((text, t) => {
-      for (const { key } of this.lexical.topKeys(text.terms, weights.candidatePool, filter ? passes : undefined)) chosen.add(key);
-      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, filter ? passes : undefined)) chosen.add(hit.label);
+      for (const { key } of this.lexical.topKeys(text.terms, weights.candidatePool, passes)) choose(key);
+      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, passes)) choose(hit.label);
     });
-    const withNeighbourSeqs = new Set(chosen);
-    for (const seq of chosen) {
-      const link = this.links.get(seq);
-      for (const neighbour of [link?.previous, link?.next, link?.previousTurn, link?.nextTurn]) if (neighbour && passes(neighbour.seq)) withNeighbourSeqs.add(neighbour.seq);
+    const out = new Set(chosen);
+    for (const slot of chosen) {
+      for (const neighbour of [layout.previous[slot], layout.next[slot], layout.previousTurn[slot], layout.nextTurn[slot]]) if (passesSlot(neighbour)) out.add(neighbour);
     }
-    const out: UnitLinks[] = [];
-    for (const seq of withNeighbourSeqs) {
-      const link = this.links.get(seq);
-      if (link) out.push(link);
-    }
-    return out;
+    return Int32Array.from(out);
   }
 
   /** A text's lexical half of the base score per candidate: (1 − denseWeight) · norm(bm25). */
@@ -612,7 +606,7 @@ export class UserCorpus {
   }
 
   /** A text's dense half of the base score per candidate: denseWeight · norm(dense). */
-  private denseShares(vector: Float32Array, candidates: Int32Array, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
+  private denseShares(vector: Float32Array, candidates: Int32Array, position: (slot: number) => number, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
     const count = candidates.length;
     const dense = new Float64Array(count);
     if (weights.denseWeight > 0) {
@@ -621,16 +615,21 @@ export class UserCorpus {
       // unit has its vector here: the dense half is off while any waits for one (usableWeights).
       let dotOf: (slot: number) => number;
       if (count * SPARSE_SHARE < layout.units.length) {
-        // A few candidates among many units: their dots (and their previous units') by slot, not an array of every unit's.
-        const dots = new Map<number, number>();
+        // A few candidates among many units: their dots by position, two at a time, and those of
+        // previous units outside them by slot; never an array of every unit's.
+        const own = new Float64Array(count);
+        dotsInto(vector, candidates, layout.units, own);
+        const others = new Map<number, number>();
         dotOf = (slot) => {
-          let value = dots.get(slot);
-          if (value === undefined) dots.set(slot, (value = dot(vector, layout.units[slot].vector!)));
+          const at = position(slot);
+          if (at >= 0) return own[at];
+          let value = others.get(slot);
+          if (value === undefined) others.set(slot, (value = dot(vector, layout.units[slot].vector!)));
           return value;
         };
       } else {
         const queryDot = new Float64Array(layout.units.length);
-        if (count === layout.units.length) dotsInto(vector, layout.units, queryDot);
+        if (count === layout.units.length) dotsInto(vector, null, layout.units, queryDot);
         else queryDot.fill(Number.NaN);
         dotOf = (slot) => {
           let value = queryDot[slot];
@@ -703,6 +702,7 @@ function emptyLayout(capacity: number): SlotLayout {
     units: [],
     slotOfSeq: new Map(),
     previous: new Int32Array(0),
+    next: new Int32Array(0),
     previousTurn: new Int32Array(0),
     nextTurn: new Int32Array(0),
     selfDotPrevious: new Float64Array(0),
@@ -731,6 +731,7 @@ function grow(layout: SlotLayout, wanted: number): void {
     return out;
   };
   layout.previous = widened(layout.previous, (n) => new Int32Array(n));
+  layout.next = widened(layout.next, (n) => new Int32Array(n));
   layout.previousTurn = widened(layout.previousTurn, (n) => new Int32Array(n));
   layout.nextTurn = widened(layout.nextTurn, (n) => new Int32Array(n));
   layout.selfDotPrevious = widened(layout.selfDotPrevious, (n) => new Float64Array(n));
@@ -781,14 +782,16 @@ function everySlot(layout: SlotLayout): Int32Array {
 }
 
 /**
- * q·v for every unit (each with its vector) into `out`, two units per pass over q: each sum still adds its products in
+ * q·v for every unit (or the units of `slots`; each with its vector) into `out`, two units per pass over q: each sum still adds its products in
  * order (the bits of `dot`), and the two independent sums keep the core busier than one.
  */
-function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float64Array): void {
+function dotsInto(query: Float32Array, slots: Int32Array | null, units: readonly CorpusUnit[], out: Float64Array): void {
+  const count = slots ? slots.length : units.length;
+  const unitAt = (k: number): CorpusUnit => units[slots ? slots[k] : k];
   let k = 0;
-  for (; k + 1 < units.length; k += 2) {
-    const a = units[k].vector!;
-    const b = units[k + 1].vector!;
+  for (; k + 1 < count; k += 2) {
+    const a = unitAt(k).vector!;
+    const b = unitAt(k + 1).vector!;
     const n = Math.min(query.length, a.length, b.length);
     if (a.length !== n || b.length !== n) break;
     let sumA = 0;
@@ -809,7 +812,7 @@ function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float6
     out[k] = sumA;
     out[k + 1] = sumB;
   }
-  for (; k < units.length; k++) out[k] = dot(query, units[k].vector!);
+  for (; k < count; k++) out[k] = dot(query, unitAt(k).vector!);
 }
 
 /**
