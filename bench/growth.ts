@@ -300,6 +300,7 @@ async function standalone(): Promise<void> {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void ServerProcess.stopAll(5_000).finally(() => process.exit(130)));
   standalone().catch((error: Error) => {
     process.stderr.write(`growth bench failed: ${error.stack ?? error.message}\n`);
     process.exit(1);

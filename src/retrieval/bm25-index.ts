@@ -17,6 +17,17 @@ export interface Bm25Params {
   b?: number;
 }
 
+interface QueryWeights {
+  termIds: number[];
+  idfs: number[];
+  k1: number;
+  lengthWeight: number;
+  constantNorm: number;
+}
+
+/** Below 1 by far more than the rounding of a sum of a few terms in another order: the pruning keeps a margin. */
+const SAFE = 1 - 1e-9;
+
 export class Bm25Index {
   readonly k1: number;
   readonly b: number;
@@ -170,80 +181,109 @@ export class Bm25Index {
    */
   scoreKeys(queryTerms: readonly string[], keys: ArrayLike<number>): Float64Array {
     const scores = new Float64Array(keys.length);
-    const documentCount = this.slotByKey.size;
-    if (documentCount === 0) return scores;
-    const { termIds, idfs } = this.queryWeights(queryTerms);
-    if (termIds.length === 0) return scores;
-    const averageLength = this.totalLength / documentCount || 1;
-    const k1 = this.k1;
-    const lengthWeight = (k1 * this.b) / averageLength;
-    const constantNorm = k1 * (1 - this.b);
+    const query = this.queryWeights(queryTerms);
+    if (query.termIds.length === 0) return scores;
     for (let i = 0; i < keys.length; i++) {
       const slot = this.slotByKey.get(keys[i]);
-      if (slot === undefined) continue;
-      const slotTerms = this.slotTerms[slot]!;
-      const length = this.slotLengths[slot]!;
-      let sum = 0;
-      for (let t = 0; t < termIds.length; t++) {
-        const termId = termIds[t];
-        for (let j = 0; j < slotTerms.length; j += 2) {
-          if (slotTerms[j] !== termId) continue;
-          const frequency = this.postings[termId]![2 * slotTerms[j + 1]! + 1]!;
-          sum += (idfs[t] * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * length);
-          break;
-        }
-      }
-      scores[i] = sum;
+      if (slot !== undefined) scores[i] = this.slotScore(slot, query);
     }
     return scores;
   }
 
   /**
    * The `k` best-scored keys among those holding a query term and passing `passes`, best first,
-   * ties to the larger key (the newer memory): exactly the first `k` of `score()` sorted that way.
-   * Scores are summed into a slot-indexed array and selected with a bounded heap, so no Map of
-   * every matching document and no sort of them all (at a million documents a common word's
-   * posting list alone holds hundreds of thousands).
+   * ties to the larger key (the newer memory): exactly the first `k` of `score()` sorted that way,
+   * scores to the bit.
+   *
+   * Without a Map of every matching document or a sort of them all: the posting lists are walked
+   * rarest term first, summing into a slot-indexed array, and once what the terms not walked yet
+   * could add at most (idf · (k1 + 1) each) is below the k-th best sum so far, the rest (the
+   * common words, speaker names and dates, whose lists hold a large share of a big user) are not
+   * walked: a document in none of the walked lists cannot reach the top k (MaxScore's bound, term
+   * at a time). The documents that still can are scored exactly, in query order (`slotScore`),
+   * and the best k kept with a bounded heap.
    */
   topKeys(queryTerms: readonly string[], k: number, passes?: (key: number) => boolean): Array<{ key: number; score: number }> {
-    const documentCount = this.slotByKey.size;
-    if (documentCount === 0 || k <= 0) return [];
-    const { termIds, idfs } = this.queryWeights(queryTerms);
+    if (this.slotByKey.size === 0 || k <= 0) return [];
+    const query = this.queryWeights(queryTerms);
+    const { termIds, idfs } = query;
     if (termIds.length === 0) return [];
     if (this.scoreScratch.length < this.slotKeys.length) this.scoreScratch = new Float64Array(Math.max(1024, this.slotKeys.length * 2));
     const sums = this.scoreScratch;
     const touched: number[] = [];
-    const averageLength = this.totalLength / documentCount || 1;
-    const k1 = this.k1;
-    const lengthWeight = (k1 * this.b) / averageLength;
-    const constantNorm = k1 * (1 - this.b);
-    // A document's sum starts at +0 (the scratch is all zero between calls) and takes its terms in
-    // query order: the additions `score` makes, in its order. Every term score is positive (idf > 0,
-    // frequency ≥ 1), so a zero sum marks a document not met yet.
-    for (let t = 0; t < termIds.length; t++) {
+    const { k1, lengthWeight, constantNorm } = query;
+    // A term adds less than idf · (k1 + 1) to any document (tf / (tf + norm) < 1).
+    const order = termIds.map((_, t) => t).sort((a, b) => idfs[b] - idfs[a]);
+    let unwalked = order.reduce((sum, t) => sum + idfs[t] * (k1 + 1), 0);
+    let best = 0;
+    let threshold = 0;
+    let walked = 0;
+    for (let w = 0; w < order.length; w++) {
+      walked = w + 1;
+      const t = order[w];
       const postingList = this.postings[termIds[t]]!;
       const idf = idfs[t];
       for (let i = 0; i < postingList.length; i += 2) {
         const slot = postingList[i]!;
         const frequency = postingList[i + 1]!;
+        // Every term score is positive (idf > 0, frequency ≥ 1): a zero sum marks a document not met yet.
         if (sums[slot] === 0) touched.push(slot);
-        sums[slot] += (idf * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * this.slotLengths[slot]!);
+        const sum = (sums[slot] += (idf * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * this.slotLengths[slot]!));
+        if (sum > best) best = sum;
       }
+      unwalked -= idfs[t] * (k1 + 1);
+      if (w + 1 === order.length || touched.length < k || unwalked >= best * SAFE) continue;
+      threshold = this.kthBest(touched, sums, k, passes);
+      if (unwalked < threshold * SAFE) break;
+    }
+    // Sums walked in another order than the query's differ from the exact scores in the last bits
+    // at most: SAFE keeps every document whose exact score can reach the k-th best.
+    if (walked === order.length) {
+      unwalked = 0;
+      threshold = touched.length > k ? this.kthBest(touched, sums, k, passes) : 0;
     }
     const heap = new TopK(k);
     for (const slot of touched) {
-      const score = sums[slot];
+      const partial = sums[slot];
       sums[slot] = 0;
+      if (partial + unwalked < threshold * SAFE) continue;
       const key = this.slotKeys[slot]!;
       if (passes && !passes(key)) continue;
-      heap.offer(key, score);
+      heap.offer(key, this.slotScore(slot, query));
     }
     return heap.sorted();
   }
 
-  /** The query's distinct known terms, in query order, with their idf. */
-  private queryWeights(queryTerms: readonly string[]): { termIds: number[]; idfs: number[] } {
+  /** The k-th best sum among the touched documents passing `passes` (0 when fewer pass). */
+  private kthBest(touched: readonly number[], sums: Float64Array, k: number, passes?: (key: number) => boolean): number {
+    const heap = new TopK(k);
+    for (const slot of touched) if (!passes || passes(this.slotKeys[slot]!)) heap.offer(slot, sums[slot]);
+    return heap.size < k ? 0 : heap.worstScore;
+  }
+
+  /** A document's exact score: its terms' scores added in query order, as `forEachScore` visits them. */
+  private slotScore(slot: number, query: QueryWeights): number {
+    const { termIds, idfs, k1, lengthWeight, constantNorm } = query;
+    const slotTerms = this.slotTerms[slot]!;
+    const length = this.slotLengths[slot]!;
+    let sum = 0;
+    for (let t = 0; t < termIds.length; t++) {
+      const termId = termIds[t];
+      for (let j = 0; j < slotTerms.length; j += 2) {
+        if (slotTerms[j] !== termId) continue;
+        const frequency = this.postings[termId]![2 * slotTerms[j + 1]! + 1]!;
+        sum += (idfs[t] * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * length);
+        break;
+      }
+    }
+    return sum;
+  }
+
+  /** The query's distinct known terms, in query order, with their idf, and the length normalisation as `forEachScore` computes it. */
+  private queryWeights(queryTerms: readonly string[]): QueryWeights {
     const documentCount = this.slotByKey.size;
+    const averageLength = this.totalLength / documentCount || 1;
+    const k1 = this.k1;
     const termIds: number[] = [];
     const idfs: number[] = [];
     for (const term of queryTerms) {
@@ -253,7 +293,7 @@ export class Bm25Index {
       termIds.push(termId);
       idfs.push(Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5)));
     }
-    return { termIds, idfs };
+    return { termIds, idfs, k1, lengthWeight: (k1 * this.b) / averageLength, constantNorm: k1 * (1 - this.b) };
   }
 
   private termIdFor(term: string): number {
@@ -302,6 +342,15 @@ export class TopK {
     keys[0] = key;
     scores[0] = score;
     this.siftDown(0);
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  /** The score of the worst pair kept (the k-th best once full). */
+  get worstScore(): number {
+    return this.scores[0];
   }
 
   /** Best first. */

@@ -183,6 +183,23 @@ describe('Bm25Index top-k and per-key scoring (the path of users past the exhaus
     );
   });
 
+  it('stays exact when the common terms\' lists are left unwalked (a rare term fills the top k first)', () => {
+    const index = new Bm25Index();
+    for (let key = 0; key < 3000; key++) {
+      const terms = ['common', ...(key % 2 === 0 ? ['often'] : []), ...Array.from({ length: key % 9 }, () => 'filler')];
+      if (key % 97 === 0) terms.push('rare', ...(key % 3 === 0 ? ['rare'] : []));
+      if (key % 13 === 0) terms.push('seldom');
+      index.add(key, terms);
+    }
+    for (const query of [['common', 'rare', 'often'], ['often', 'seldom', 'rare', 'common'], ['rare']]) {
+      for (const k of [1, 5, 31, 40]) {
+        expect(index.topKeys(query, k)).toEqual(fullRanking(index, query).slice(0, k));
+        const passes = (key: number) => key % 2 === 1;
+        expect(index.topKeys(query, k, passes)).toEqual(fullRanking(index, query, passes).slice(0, k));
+      }
+    }
+  });
+
   it('stays exact after removals and replacements (slots reused)', () => {
     const index = new Bm25Index();
     for (let key = 0; key < 200; key++) index.add(key, ['a', key % 3 === 0 ? 'b' : 'c', ...(key % 7 === 0 ? ['d', 'd'] : [])]);
