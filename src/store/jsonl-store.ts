@@ -548,14 +548,17 @@ export class JsonlStore {
       const header = await readHeader(path.join(dir, VECTOR_SIDECAR_FILE));
       const known = header && header.inode === ino && header.covered <= size ? header : { count: 0, covered: 0 };
       if (known.covered === size) return known.count;
-      const rest = Buffer.alloc(size - known.covered);
-      let read = 0;
-      while (read < rest.length) {
-        const { bytesRead } = await handle.read(rest, read, rest.length - read, known.covered + read);
+      // A piece at a time: a million memories' file is 3 GB, more than one read takes (and a
+      // buffer that size only to count newlines).
+      const piece = Buffer.allocUnsafe(Math.min(COUNT_PIECE_BYTES, size - known.covered));
+      const lines = new LineCounter();
+      for (let at = known.covered; at < size; ) {
+        const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - at), at);
         if (bytesRead === 0) break;
-        read += bytesRead;
+        lines.push(piece.subarray(0, bytesRead));
+        at += bytesRead;
       }
-      return known.count + countLines(rest.subarray(0, read));
+      return known.count + lines.count;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
       throw storageError(error);
@@ -840,6 +843,25 @@ async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]
 }
 
 /** Newline-terminated lines with something on them (a torn last line is not a memory). */
+/** Counts the whole non-empty lines of bytes given a piece at a time, as `countLines` counts them in one buffer. */
+export class LineCounter {
+  count = 0;
+  /** Whether the line under way (cut by the end of the previous piece) has a byte yet. */
+  private lineStarted = false;
+
+  push(bytes: Buffer): void {
+    const first = bytes.indexOf(10);
+    if (first === -1) {
+      this.lineStarted ||= bytes.length > 0;
+      return;
+    }
+    if (first > 0 || this.lineStarted) this.count++;
+    const last = bytes.lastIndexOf(10);
+    this.count += countLines(bytes.subarray(first + 1, last + 1));
+    this.lineStarted = last < bytes.length - 1;
+  }
+}
+
 function countLines(content: Buffer): number {
   let count = 0;
   let start = 0;
@@ -881,6 +903,9 @@ function cutVector(content: Buffer, start: number, end: number): string | null {
   if (close === -1 || close >= end) return null;
   return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
 }
+
+/** Bytes per read while counting lines. */
+const COUNT_PIECE_BYTES = 64 << 20;
 
 /** Bytes per read: `readFile` refuses files over 2 GiB (a user of ~700k memories), so large files are read in pieces. */
 const READ_CHUNK_BYTES = 1 << 30;

@@ -2,7 +2,8 @@ import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { JsonlStore } from '../../src/store/jsonl-store.js';
+import fc from 'fast-check';
+import { JsonlStore, LineCounter } from '../../src/store/jsonl-store.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
 import { tempDir } from '../helper.js';
 
@@ -104,5 +105,20 @@ describe('JsonlStore', () => {
     await store.deleteUser('u');
     expect(await store.listUsers()).toEqual([]);
     expect((await store.load('u')).records).toEqual([]);
+  });
+});
+
+describe('LineCounter (counting a file larger than one read, a piece at a time)', () => {
+  it('counts the whole non-empty lines as one buffer would, wherever the pieces are cut', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('a', 'b', '\n'), { maxLength: 60 }), fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 6 }), (chars, cuts) => {
+        const bytes = Buffer.from(chars.join(''));
+        const whole = chars.join('').split('\n').slice(0, -1).filter((line) => line !== '').length;
+        const counter = new LineCounter();
+        const at = [0, ...cuts.map((cut) => Math.min(cut, bytes.length)).sort((a, b) => a - b), bytes.length];
+        for (let i = 0; i + 1 < at.length; i++) counter.push(bytes.subarray(at[i], at[i + 1]));
+        expect(counter.count).toBe(whole);
+      }),
+    );
   });
 });
