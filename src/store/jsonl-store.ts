@@ -316,6 +316,11 @@ export class JsonlStore {
       if (tail >= Math.max(this.sidecarMinRecords, sidecar!.count / 8)) this.refreshSidecar(userId, read, fast.records, fast.vectors);
       return { ...fast, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
     }
+    const decoded = this.parseDecoding(userId, read.content);
+    if (decoded) {
+      if (decoded.records.length >= this.sidecarMinRecords) this.refreshSidecar(userId, read, decoded.records, decoded.vectors);
+      return { ...decoded, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
+    }
     const loaded = await this.parseAll(userId, read, options.repair ?? true);
     if (!loaded) return null;
     const vectors = decodeVectors(loaded.records.map((record) => record.vec));
@@ -497,6 +502,59 @@ export class JsonlStore {
       vectors.push(tailVectors[i]);
     }
     // An Add cut short: the plain path decides what to quarantine.
+    if (incompleteAddStart(records) !== -1) return null;
+    return { records, vectors };
+  }
+
+  /**
+   * The whole file parsed with each line's `vec` decoded into one slab as the line is read (its
+   * base64 is cut out of the line and decoded at once), for a load without a usable sidecar.
+   * Parsing every record with its `vec` first held all the vectors' 2.7 KB strings at once:
+   * 2.7 GB of heap at a million memories, past V8's default limit. Null when any line is unusual
+   * (torn, malformed, another user's, a vector of another size, an Add cut short): the plain
+   * path then decides what to quarantine.
+   */
+  private parseDecoding(userId: string, content: Buffer): { records: StoredRecord[]; vectors: Array<Float32Array | null> } | null {
+    if (content.length > 0 && content[content.length - 1] !== 0x0a) return null;
+    const lines = countLines(content);
+    const records: StoredRecord[] = [];
+    const vectors: Array<Float32Array | null> = [];
+    let slab: Buffer | null = null;
+    let floats: Float32Array | null = null;
+    let bytes = 0;
+    for (let start = 0; start < content.length; ) {
+      const end = content.indexOf(10, start);
+      const lineStart = start;
+      start = end + 1;
+      if (end === lineStart) continue;
+      const key = content.indexOf(VEC_KEY, lineStart);
+      const close = key === -1 || key >= end ? -1 : content.indexOf(0x22, key + VEC_KEY.length);
+      const line = close === -1 || close >= end ? content.toString('utf8', lineStart, end) : content.toString('utf8', lineStart, key) + content.toString('utf8', close + 1, end);
+      if (line.trim() === '') continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return null;
+      }
+      if (!isStoredRecord(parsed) || parsed.user_id !== userId || parsed.vec !== undefined) return null;
+      records.push(parsed);
+      if (close === -1 || close >= end) {
+        vectors.push(null);
+        continue;
+      }
+      const base64 = content.toString('latin1', key + VEC_KEY.length, close);
+      const length = Buffer.byteLength(base64, 'base64');
+      if (slab === null) {
+        if (length === 0 || length % 4 !== 0) return null;
+        bytes = length;
+        slab = Buffer.alloc(bytes * lines);
+        floats = new Float32Array(slab.buffer, slab.byteOffset, slab.length / 4);
+      }
+      const at = records.length - 1;
+      if (length !== bytes || slab.write(base64, at * bytes, bytes, 'base64') !== bytes) return null;
+      vectors.push(floats!.subarray((at * bytes) / 4, ((at + 1) * bytes) / 4));
+    }
     if (incompleteAddStart(records) !== -1) return null;
     return { records, vectors };
   }
