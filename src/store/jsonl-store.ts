@@ -417,7 +417,7 @@ export class JsonlStore {
     let start = from;
     let lineNumber = from === 0 ? 0 : -1;
     while (start < to) {
-      const end = content.indexOf(10, start);
+      const end = indexIn(content, 10, start);
       const lineEnd = end === -1 || end > to ? to : end;
       if (lineNumber >= 0) lineNumber++;
       const line = content.toString('utf8', start, lineEnd);
@@ -476,7 +476,7 @@ export class JsonlStore {
     let start = 0;
     while (start < sidecar.covered) {
       // The sidecar covers whole lines only (checked), so every line here ends in a newline.
-      const end = content.indexOf(10, start);
+      const end = indexIn(content, 10, start);
       const line = cutVector(content, start, end);
       start = end + 1;
       if (line === null) return null;
@@ -523,12 +523,12 @@ export class JsonlStore {
     let floats: Float32Array | null = null;
     let bytes = 0;
     for (let start = 0; start < content.length; ) {
-      const end = content.indexOf(10, start);
+      const end = indexIn(content, 10, start);
       const lineStart = start;
       start = end + 1;
       if (end === lineStart) continue;
-      const key = content.indexOf(VEC_KEY, lineStart);
-      const close = key === -1 || key >= end ? -1 : content.indexOf(0x22, key + VEC_KEY.length);
+      const key = indexIn(content, VEC_KEY, lineStart, end);
+      const close = key === -1 ? -1 : indexIn(content, 0x22, key + VEC_KEY.length, end);
       const line = close === -1 || close >= end ? content.toString('utf8', lineStart, end) : content.toString('utf8', lineStart, key) + content.toString('utf8', close + 1, end);
       if (line.trim() === '') continue;
       let parsed: unknown;
@@ -636,10 +636,10 @@ export class JsonlStore {
     const sessions = new Set<string>();
     let count = 0;
     let start = 0;
-    for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+    for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
       if (end > start) {
         count++;
-        const key = content.indexOf(SESSION_KEY, start);
+        const key = indexIn(content, SESSION_KEY, start, end);
         if (key !== -1 && key < end) {
           const value = stringEnd(content, key + SESSION_KEY.length, end);
           if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
@@ -923,7 +923,7 @@ export class LineCounter {
 function countLines(content: Buffer): number {
   let count = 0;
   let start = 0;
-  for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+  for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
     if (end > start) count++;
     start = end + 1;
   }
@@ -955,11 +955,32 @@ function stringEnd(content: Buffer, from: number, end: number): number {
 
 /** The line [start, end) as text without its `vec` member; null when that member is not where it should be. */
 function cutVector(content: Buffer, start: number, end: number): string | null {
-  const key = content.indexOf(VEC_KEY, start);
+  const key = indexIn(content, VEC_KEY, start, end);
   if (key === -1 || key >= end) return null;
-  const close = content.indexOf(0x22, key + VEC_KEY.length);
+  const close = indexIn(content, 0x22, key + VEC_KEY.length, end);
   if (close === -1 || close >= end) return null;
   return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
+}
+
+/** Bytes a search looks at per call (see `indexIn`). */
+const SEARCH_WINDOW = 1 << 30;
+
+/**
+ * `content.indexOf(value, from)`, found before `to` or -1, right past 2 GiB too: Node's indexOf
+ * returns offsets beyond 2^31 wrapped to negative numbers (a million memories' file is 3 GB; the
+ * load looped forever on it), so it searches subarrays of at most 1 GiB, whose offsets stay small.
+ */
+export function indexIn(content: Buffer, value: number | Buffer, from: number, to = content.length, window = SEARCH_WINDOW): number {
+  const overlap = typeof value === 'number' ? 0 : value.length - 1;
+  for (let at = from; at < to; ) {
+    const end = Math.min(to, at + Math.max(window, overlap + 1));
+    const found = content.subarray(at, end).indexOf(value);
+    if (found !== -1) return at + found;
+    if (end === to) return -1;
+    // A needle of several bytes may straddle two windows.
+    at = end - overlap;
+  }
+  return -1;
 }
 
 /** Bytes per read while counting lines. */

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { JsonlStore, LineCounter } from '../../src/store/jsonl-store.js';
+import { indexIn, JsonlStore, LineCounter } from '../../src/store/jsonl-store.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
 import { tempDir } from '../helper.js';
 
@@ -118,6 +118,22 @@ describe('LineCounter (counting a file larger than one read, a piece at a time)'
         const at = [0, ...cuts.map((cut) => Math.min(cut, bytes.length)).sort((a, b) => a - b), bytes.length];
         for (let i = 0; i + 1 < at.length; i++) counter.push(bytes.subarray(at[i], at[i + 1]));
         expect(counter.count).toBe(whole);
+      }),
+    );
+  });
+});
+
+describe('indexIn (indexOf that stays right past 2 GiB, searching windows)', () => {
+  it('finds what indexOf finds before the bound, whatever the window, needles straddling windows included', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(10, 34, 44, 97), { maxLength: 50 }), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 1, max: 7 }), (bytes, from, to, window) => {
+        const content = Buffer.from(bytes);
+        const end = Math.min(content.length, Math.max(from, to));
+        for (const value of [10, Buffer.from(',"'), Buffer.from('a,a')]) {
+          const found = content.indexOf(value, from);
+          const expected = found !== -1 && found + (typeof value === 'number' ? 1 : value.length) <= end ? found : -1;
+          expect(indexIn(content, value, from, end, window)).toBe(expected);
+        }
       }),
     );
   });
