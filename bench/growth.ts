@@ -110,6 +110,8 @@ async function measureSize(dataDir: string, memories: number, questions: readonl
     const concurrentCpu = cpu();
     progress(`Growth ${memories}: Search 32 clients ${concurrent.per_s} req/s, p50 ${concurrent.latency_ms.p50} ms, p99 ${concurrent.latency_ms.p99} ms (${cpuText(concurrentCpu)})`);
     const resident = server.memory();
+    const indexCacheUsed = await indexCacheRead(client);
+    if (indexCacheUsed === false) options.warn(`growth ${memories}: the server rebuilt the user's HNSW index instead of reading the cache growth-store.ts wrote (its cache format no longer matches the server's)`);
 
     const addBodies = growthAdds(workload, plan.adds, memories);
     let next = 0;
@@ -130,6 +132,8 @@ async function measureSize(dataDir: string, memories: number, questions: readonl
       cold_start_ms: coldStartMs,
       cold_start_server_cpu_s: coldCpuS,
       rss_mb_at_first_answer: rssAtFirst.rss_mb,
+      /** False when the server found no usable graph cache and rebuilt it (then due to be written). */
+      index_cache_used: indexCacheUsed,
       rss_mb: resident.rss_mb,
       rss_bytes: resident.rss_bytes,
       peak_rss_mb: resident.peak_rss_mb,
@@ -177,6 +181,17 @@ async function startAndFirstAnswer(dataDir: string, nodeArgs: string[], body: ()
   const rssAtFirst = server.memory();
   progress(`${label}: first Search answered after ${coldStartMs} ms (server CPU ${coldCpuS} s), RSS ${rssAtFirst.rss_mb} MiB`);
   return { server, client, coldStartMs, coldCpuS, rssAtFirst };
+}
+
+/** Whether the server read the user's HNSW cache (no index flush pending before any write); null if /mem/stats cannot tell. */
+async function indexCacheRead(client: LoopbackClient): Promise<boolean | null> {
+  try {
+    const stats = JSON.parse((await client.get('/mem/stats', 120_000)).text) as { per_user?: Array<{ user_id: string; index?: { pending_flush?: unknown } }> };
+    const pending = stats.per_user?.find((entry) => entry.user_id === USER_ID)?.index?.pending_flush;
+    return typeof pending === 'boolean' ? !pending : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Adds of 20 consecutive LoCoMo turns into the one user, in sessions of their own after the stored ones. */
