@@ -3,6 +3,7 @@
  *
  *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--profile] [--keep]
  *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
+ *   npm run bench -- --growth [--quick] [same options]   (one user of 10k, 100k, 1M memories: bench/growth.ts)
  *
  * Starts `node dist/src/main.js` on a loopback port with a temporary data directory, drives it
  * over HTTP, prints a JSON summary on stdout (progress goes to stderr) and writes it to
@@ -23,6 +24,7 @@ import { cpuMsPer, cpuText } from './cpu-figures.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
 import { measureAppendLock, measureFreshnessCheck } from './freshness-check.js';
 import { measureHostileLoad } from './hostile-load.js';
+import { GROWTH_PLANS, GROWTH_SIZES, measureGrowth } from './growth.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { benchPrecision, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision } from './server-encoder.js';
@@ -114,6 +116,7 @@ async function main(): Promise<void> {
       replicas: { type: 'string' },
       'database-url': { type: 'string' },
       precision: { type: 'string' },
+      growth: { type: 'boolean', default: false },
     },
   });
   const replicas = values.replicas === undefined ? null : Number(values.replicas);
@@ -171,6 +174,20 @@ async function main(): Promise<void> {
       progress(`done in ${summary.duration_s} s; ${result.targets.filter((entry) => entry.result === 'pass').length}/${result.targets.length} targets met; wrote ${path.join(outDir, 'bench-replicas.json')}`);
       return;
     }
+    // ---- Growth with one user's size (bench/growth.ts): `--growth` runs it alone, `--quick` its short form at the end.
+    if (values.growth) {
+      const growth = await measureGrowth({ workDir, workload, sizes: GROWTH_SIZES[mode], plan: GROWTH_PLANS[mode], nodeArgs, progress, warn });
+      const command = `npm run bench -- --growth${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const summary = { bench: 'memorypool-growth', ...header(command), targets: growth!.targets, warnings, growth };
+      await writeFile(path.join(outDir, 'bench-growth.json'), JSON.stringify(summary, null, 2) + '\n');
+      process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+      for (const line of growth!.table) progress(line);
+      for (const row of growth!.targets) progress(`${row.result.padEnd(12)} ${row.id}: ${row.value} ${row.unit} (${row.target}; ${row.note})`);
+      progress(`done in ${summary.duration_s} s; wrote ${path.join(outDir, 'bench-growth.json')}`);
+      return;
+    }
+    // ---- end of growth
+
     const addBodies = addChunks(workload, plan.addRequests, plan.addUsers);
     // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.
     const encoderBodies = strided(addBodies, ADD_CLIENTS);
@@ -211,6 +228,11 @@ async function main(): Promise<void> {
 
     const scale = [];
     for (const size of SCALE_SIZES) scale.push(await measureScale(workDir, workload, size, plan, nodeArgs));
+
+    // ---- Growth, short form (bench/growth.ts): quick runs only; `--growth` runs the full form alone.
+    const growth = mode === 'quick' ? await measureGrowth({ workDir, workload, sizes: GROWTH_SIZES.quick, plan: GROWTH_PLANS.quick, nodeArgs, progress, warn }) : null;
+    if (growth) for (const line of growth.table) progress(line);
+    // ---- end of growth
 
     const encoder = summarizeEncoder(encoderBefore, encoderAfter);
     const addRatio = add.messages_per_s / encoder.messages_per_s;
@@ -281,6 +303,7 @@ async function main(): Promise<void> {
         `${freshness.mean_us} µs a check, Search p50 ${freshness.search_p50_ms} ms`,
       ),
       target('hostile_search_p95', `ordinary Search p95 with one hostile request in flight < 2x idle p95 (worst: ${hostile.worst_target_id})`, hostile.worst_target_ratio, 'x idle p95', hostile.worst_target_ratio < 2),
+      ...(growth?.targets ?? []), // growth (bench/growth.ts)
     ];
     const per = scale.length === 2 ? (scale[1].rss_bytes - scale[0].rss_bytes) / (scale[1].memories - scale[0].memories) : NaN;
 
@@ -315,6 +338,7 @@ async function main(): Promise<void> {
         marginal_bytes_per_memory: round(per, 0),
         note: 'marginal = (RSS at 100k - RSS at 10k) / 90k: what one more stored memory costs in RAM, the model and runtime excluded',
       },
+      growth, // bench/growth.ts: null in full runs (`--growth` runs it alone)
       server_exit: serviceStop,
       server_log: server.logLines.slice(0, 20),
       profiles: values.profile ? path.join(outDir, 'profiles') : null,

@@ -80,27 +80,8 @@ export async function writeScaleStore(options: ScaleStoreOptions): Promise<Scale
   let pending: StoredRecord[] = [];
   for (const userId of users) {
     for (let seq = 0; seq < perUser; seq++) {
-      const add = Math.floor(seq / MESSAGES_PER_ADD);
-      const session = Math.floor(add / ADDS_PER_SESSION);
       const turn = options.texts[Math.floor(random() * options.texts.length)];
-      pending.push({
-        id: randomUUID(),
-        user_id: userId,
-        text: turn.content,
-        tags: [],
-        importance: 0.5,
-        source: 'add',
-        created_at: createdAt,
-        session_id: `session_${session + 1}`,
-        role: turn.speaker,
-        occurred_at: new Date(Date.UTC(2022, 0, 1) + session * 3 * DAY_MS).toISOString(),
-        request_id: `scale/${userId}/${add}`,
-        message_index: seq % MESSAGES_PER_ADD,
-        seq,
-        batch: Math.min(MESSAGES_PER_ADD, perUser - add * MESSAGES_PER_ADD),
-        vec: encoded[seq],
-        model: embedder.modelId,
-      });
+      pending.push(syntheticRecord({ userId, seq, memories: perUser, turn, vec: encoded[seq], model: embedder.modelId, createdAt, requestPrefix: 'scale' }));
       if (pending.length >= APPEND_RECORDS || seq === perUser - 1) {
         await store.append(userId, pending);
         pending = [];
@@ -133,8 +114,36 @@ export async function writeScaleStore(options: ScaleStoreOptions): Promise<Scale
   };
 }
 
+/**
+ * The stored line of memory `seq` of a user of `memories`, as an Add of 20 messages in sessions of
+ * 40 leaves it (`batch` marks the Add whole); sessions three days apart from 2022-01-01.
+ */
+export function syntheticRecord(entry: { userId: string; seq: number; memories: number; turn: Turn; vec: string; model: string; createdAt: string; requestPrefix: string }): StoredRecord {
+  const { seq } = entry;
+  const add = Math.floor(seq / MESSAGES_PER_ADD);
+  const session = Math.floor(add / ADDS_PER_SESSION);
+  return {
+    id: randomUUID(),
+    user_id: entry.userId,
+    text: entry.turn.content,
+    tags: [],
+    importance: 0.5,
+    source: 'add',
+    created_at: entry.createdAt,
+    session_id: `session_${session + 1}`,
+    role: entry.turn.speaker,
+    occurred_at: new Date(Date.UTC(2022, 0, 1) + session * 3 * DAY_MS).toISOString(),
+    request_id: `${entry.requestPrefix}/${entry.userId}/${add}`,
+    message_index: seq % MESSAGES_PER_ADD,
+    seq,
+    batch: Math.min(MESSAGES_PER_ADD, entry.memories - add * MESSAGES_PER_ADD),
+    vec: entry.vec,
+    model: entry.model,
+  };
+}
+
 /** hnswlib builds on the calling thread: a worker keeps the main thread free to write the records. */
-function buildIndexOnWorker(request: BuildRequest): Promise<void> {
+export function buildIndexOnWorker(request: BuildRequest): Promise<void> {
   const worker = new Worker(new URL('./hnsw-build-worker.js', import.meta.url));
   return new Promise<void>((resolve, reject) => {
     worker.once('message', (reply: BuildReply) => (reply.error ? reject(new Error(`index build failed: ${reply.error}`)) : resolve()));

@@ -67,8 +67,14 @@ export function admitUnits(
     state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
     state.textChars += record.text.length;
   }
-  state.corpus.add(units.map(({ record, vector }) => corpusUnit(record, vector, strings)), deferIndex);
+  const corpusUnits = units.map(({ record, vector }) => corpusUnit(record, vector, strings));
+  state.corpus.add(corpusUnits, deferIndex);
+  // The BM25 index holds the terms now (each unit's distinct terms and counts); the list itself
+  // (~150 bytes a unit) is never read again: these units are this state's own, never added twice.
+  for (const unit of corpusUnits) unit.terms = NO_TERMS;
 }
+
+const NO_TERMS: readonly string[] = Object.freeze([]);
 
 /** Drops memories from the records and every index. */
 export function dropUnits(state: UserState, removed: ReadonlyArray<{ id: string; seq: number }>): void {

@@ -17,6 +17,17 @@ export interface Bm25Params {
   b?: number;
 }
 
+interface QueryWeights {
+  termIds: number[];
+  idfs: number[];
+  k1: number;
+  lengthWeight: number;
+  constantNorm: number;
+}
+
+/** Below 1 by far more than the rounding of a sum of a few terms in another order: the pruning keeps a margin. */
+const SAFE = 1 - 1e-9;
+
 export class Bm25Index {
   readonly k1: number;
   readonly b: number;
@@ -42,6 +53,8 @@ export class Bm25Index {
   /** Per term id, pairs [slot, term frequency]. */
   private readonly postings: number[][] = [];
   private readonly freeTermIds: number[] = [];
+  /** Score sums while topKeys() adds them up, by slot; all zero between calls. */
+  private scoreScratch = new Float64Array(0);
   /** Term frequencies while add() counts a document, by term id; all zero between calls. */
   private frequencyScratch = new Uint32Array(1024);
 
@@ -160,6 +173,129 @@ export class Bm25Index {
     }
   }
 
+  /**
+   * The BM25 score of each of `keys` (0 for a key the index lacks or that holds no query term),
+   * each a sum over the distinct query terms in the order `forEachScore` visits them, so the
+   * same bits as summing its visits. The cost follows the keys' own terms, not the posting lists:
+   * what a search of a few thousand candidates among a million documents needs.
+   */
+  scoreKeys(queryTerms: readonly string[], keys: ArrayLike<number>): Float64Array {
+    const scores = new Float64Array(keys.length);
+    const query = this.queryWeights(queryTerms);
+    if (query.termIds.length === 0) return scores;
+    for (let i = 0; i < keys.length; i++) {
+      const slot = this.slotByKey.get(keys[i]);
+      if (slot !== undefined) scores[i] = this.slotScore(slot, query);
+    }
+    return scores;
+  }
+
+  /**
+   * The `k` best-scored keys among those holding a query term and passing `passes`, best first,
+   * ties to the larger key (the newer memory): exactly the first `k` of `score()` sorted that way,
+   * scores to the bit.
+   *
+   * Without a Map of every matching document or a sort of them all: the posting lists are walked
+   * rarest term first, summing into a slot-indexed array, and once what the terms not walked yet
+   * could add at most (idf · (k1 + 1) each) is below the k-th best sum so far, the rest (the
+   * common words, speaker names and dates, whose lists hold a large share of a big user) are not
+   * walked: a document in none of the walked lists cannot reach the top k (MaxScore's bound, term
+   * at a time). The documents that still can are scored exactly, in query order (`slotScore`),
+   * and the best k kept with a bounded heap.
+   */
+  topKeys(queryTerms: readonly string[], k: number, passes?: (key: number) => boolean): Array<{ key: number; score: number }> {
+    if (this.slotByKey.size === 0 || k <= 0) return [];
+    const query = this.queryWeights(queryTerms);
+    const { termIds, idfs } = query;
+    if (termIds.length === 0) return [];
+    if (this.scoreScratch.length < this.slotKeys.length) this.scoreScratch = new Float64Array(Math.max(1024, this.slotKeys.length * 2));
+    const sums = this.scoreScratch;
+    const touched: number[] = [];
+    const { k1, lengthWeight, constantNorm } = query;
+    // A term adds less than idf · (k1 + 1) to any document (tf / (tf + norm) < 1).
+    const order = termIds.map((_, t) => t).sort((a, b) => idfs[b] - idfs[a]);
+    let unwalked = order.reduce((sum, t) => sum + idfs[t] * (k1 + 1), 0);
+    let best = 0;
+    let threshold = 0;
+    let walked = 0;
+    for (let w = 0; w < order.length; w++) {
+      walked = w + 1;
+      const t = order[w];
+      const postingList = this.postings[termIds[t]]!;
+      const idf = idfs[t];
+      for (let i = 0; i < postingList.length; i += 2) {
+        const slot = postingList[i]!;
+        const frequency = postingList[i + 1]!;
+        // Every term score is positive (idf > 0, frequency ≥ 1): a zero sum marks a document not met yet.
+        if (sums[slot] === 0) touched.push(slot);
+        const sum = (sums[slot] += (idf * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * this.slotLengths[slot]!));
+        if (sum > best) best = sum;
+      }
+      unwalked -= idfs[t] * (k1 + 1);
+      if (w + 1 === order.length || touched.length < k || unwalked >= best * SAFE) continue;
+      threshold = this.kthBest(touched, sums, k, passes);
+      if (unwalked < threshold * SAFE) break;
+    }
+    // Sums walked in another order than the query's differ from the exact scores in the last bits
+    // at most: SAFE keeps every document whose exact score can reach the k-th best.
+    if (walked === order.length) {
+      unwalked = 0;
+      threshold = touched.length > k ? this.kthBest(touched, sums, k, passes) : 0;
+    }
+    const heap = new TopK(k);
+    for (const slot of touched) {
+      const partial = sums[slot];
+      sums[slot] = 0;
+      if (partial + unwalked < threshold * SAFE) continue;
+      const key = this.slotKeys[slot]!;
+      if (passes && !passes(key)) continue;
+      heap.offer(key, this.slotScore(slot, query));
+    }
+    return heap.sorted();
+  }
+
+  /** The k-th best sum among the touched documents passing `passes` (0 when fewer pass). */
+  private kthBest(touched: readonly number[], sums: Float64Array, k: number, passes?: (key: number) => boolean): number {
+    const heap = new TopK(k);
+    for (const slot of touched) if (!passes || passes(this.slotKeys[slot]!)) heap.offer(slot, sums[slot]);
+    return heap.size < k ? 0 : heap.worstScore;
+  }
+
+  /** A document's exact score: its terms' scores added in query order, as `forEachScore` visits them. */
+  private slotScore(slot: number, query: QueryWeights): number {
+    const { termIds, idfs, k1, lengthWeight, constantNorm } = query;
+    const slotTerms = this.slotTerms[slot]!;
+    const length = this.slotLengths[slot]!;
+    let sum = 0;
+    for (let t = 0; t < termIds.length; t++) {
+      const termId = termIds[t];
+      for (let j = 0; j < slotTerms.length; j += 2) {
+        if (slotTerms[j] !== termId) continue;
+        const frequency = this.postings[termId]![2 * slotTerms[j + 1]! + 1]!;
+        sum += (idfs[t] * frequency * (k1 + 1)) / (frequency + constantNorm + lengthWeight * length);
+        break;
+      }
+    }
+    return sum;
+  }
+
+  /** The query's distinct known terms, in query order, with their idf, and the length normalisation as `forEachScore` computes it. */
+  private queryWeights(queryTerms: readonly string[]): QueryWeights {
+    const documentCount = this.slotByKey.size;
+    const averageLength = this.totalLength / documentCount || 1;
+    const k1 = this.k1;
+    const termIds: number[] = [];
+    const idfs: number[] = [];
+    for (const term of queryTerms) {
+      const termId = this.termIdByTerm.get(term);
+      if (termId === undefined || termIds.includes(termId)) continue;
+      const documentFrequency = this.postings[termId]!.length / 2;
+      termIds.push(termId);
+      idfs.push(Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5)));
+    }
+    return { termIds, idfs, k1, lengthWeight: (k1 * this.b) / averageLength, constantNorm: k1 * (1 - this.b) };
+  }
+
   private termIdFor(term: string): number {
     const existing = this.termIdByTerm.get(term);
     if (existing !== undefined) return existing;
@@ -182,4 +318,79 @@ export class Bm25Index {
     this.postings[termId] = [];
     this.freeTermIds.push(termId);
   }
+}
+
+/**
+ * The k best (key, score) pairs offered, kept in a min-heap of size k: best = higher score, then
+ * larger key. Offering n pairs costs O(n log k), and most offers lose to the root at once.
+ */
+export class TopK {
+  private readonly keys: number[] = [];
+  private readonly scores: number[] = [];
+
+  constructor(private readonly k: number) {}
+
+  offer(key: number, score: number): void {
+    const { keys, scores } = this;
+    if (keys.length < this.k) {
+      keys.push(key);
+      scores.push(score);
+      this.siftUp(keys.length - 1);
+      return;
+    }
+    if (this.k === 0 || !better(key, score, keys[0], scores[0])) return;
+    keys[0] = key;
+    scores[0] = score;
+    this.siftDown(0);
+  }
+
+  get size(): number {
+    return this.keys.length;
+  }
+
+  /** The score of the worst pair kept (the k-th best once full). */
+  get worstScore(): number {
+    return this.scores[0];
+  }
+
+  /** Best first. */
+  sorted(): Array<{ key: number; score: number }> {
+    const out = this.keys.map((key, i) => ({ key, score: this.scores[i] }));
+    return out.sort((a, b) => b.score - a.score || b.key - a.key);
+  }
+
+  private siftUp(at: number): void {
+    const { keys, scores } = this;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (!better(keys[parent], scores[parent], keys[at], scores[at])) break;
+      this.swap(at, parent);
+      at = parent;
+    }
+  }
+
+  private siftDown(at: number): void {
+    const { keys, scores } = this;
+    for (;;) {
+      const left = 2 * at + 1;
+      const right = left + 1;
+      let worst = at;
+      if (left < keys.length && better(keys[worst], scores[worst], keys[left], scores[left])) worst = left;
+      if (right < keys.length && better(keys[worst], scores[worst], keys[right], scores[right])) worst = right;
+      if (worst === at) return;
+      this.swap(at, worst);
+      at = worst;
+    }
+  }
+
+  private swap(a: number, b: number): void {
+    const { keys, scores } = this;
+    [keys[a], keys[b]] = [keys[b], keys[a]];
+    [scores[a], scores[b]] = [scores[b], scores[a]];
+  }
+}
+
+/** Whether (key, score) ranks above (otherKey, otherScore). */
+function better(key: number, score: number, otherKey: number, otherScore: number): boolean {
+  return score > otherScore || (score === otherScore && key > otherKey);
 }

@@ -105,8 +105,8 @@ export interface PreparedSearch {
 
 interface VectorFreeScores {
   candidates: Int32Array;
-  /** Position of each slot among the candidates, -1 when not one: a neighbour outside them shares nothing. */
-  position: Int32Array;
+  /** Position of a slot among the candidates, -1 when not one: a neighbour outside them shares nothing. */
+  position: (slot: number) => number;
   /** (1 − denseWeight) · norm(bm25) per candidate: the main text's, then each option's. */
   lexical: Float64Array[];
   terms: UnitTerms;
@@ -133,6 +133,7 @@ interface SlotLayout {
   units: CorpusUnit[];
   slotOfSeq: Map<number, number>;
   previous: Int32Array;
+  next: Int32Array;
   previousTurn: Int32Array;
   nextTurn: Int32Array;
   /** v·p with the previous unit's vector; NaN when there is none. */
@@ -145,6 +146,9 @@ interface SlotLayout {
   /** Units of the same `textKey` share an id. */
   text: Int32Array;
   textCount: number;
+  /** The ids given so far, kept so an append gives a new unit the id its key already has. */
+  messageIds: Map<string, number>;
+  textIds: Map<string, number>;
 }
 
 interface UnitLinks {
@@ -251,10 +255,15 @@ export class UserCorpus {
    * and complete and `deferIndex` is not set, else later through `indexPending`.
    */
   add(units: readonly CorpusUnit[], deferIndex = false): void {
+    const before = this.layout;
+    let appendOnly = before !== null;
     this.layout = null;
     const touchedSessions = new Set<string>();
     for (const unit of units) {
-      if (this.links.has(unit.seq)) this.remove(unit.seq);
+      if (this.links.has(unit.seq)) {
+        this.remove(unit.seq);
+        appendOnly = false;
+      }
       this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
       this.lexical.add(unit.seq, unit.terms);
       if (unit.vector === null) this.unembedded.add(unit.seq);
@@ -272,6 +281,7 @@ export class UserCorpus {
       }
     }
     for (const sessionId of touchedSessions) this.relink(sessionId);
+    if (appendOnly && before !== null) this.layout = this.extendLayout(before, units, touchedSessions);
   }
 
   /** Lets the HNSW index go (its file stays current on disk); search stays exhaustive. */
@@ -356,11 +366,11 @@ export class UserCorpus {
     const { candidates, position, lexical, terms } = scored;
     const count = candidates.length;
 
-    const mainDense = this.denseShares(vectors[0], candidates, weights, layout);
+    const mainDense = this.denseShares(vectors[0], candidates, position, weights, layout);
     const optionShare = new Float64Array(count);
     if (query.options.length > 0 && weights.optionWeight > 0) {
       for (let o = 0; o < query.options.length; o++) {
-        const dense = this.denseShares(vectors[o + 1], candidates, weights, layout);
+        const dense = this.denseShares(vectors[o + 1], candidates, position, weights, layout);
         const optionLexical = lexical[o + 1];
         for (let i = 0; i < count; i++) optionShare[i] = Math.max(optionShare[i], dense[i] + optionLexical[i]);
       }
@@ -374,8 +384,8 @@ export class UserCorpus {
     const neighbours = new Float64Array(count);
     for (let i = 0; i < count; i++) {
       const slot = candidates[i];
-      const previousTurn = layout.previousTurn[slot] >= 0 ? position[layout.previousTurn[slot]] : -1;
-      const nextTurn = layout.nextTurn[slot] >= 0 ? position[layout.nextTurn[slot]] : -1;
+      const previousTurn = layout.previousTurn[slot] >= 0 ? position(layout.previousTurn[slot]) : -1;
+      const nextTurn = layout.nextTurn[slot] >= 0 ? position(layout.nextTurn[slot]) : -1;
       neighbours[i] = withNeighbours(0, previousTurn >= 0 ? base[previousTurn] : undefined, nextTurn >= 0 ? base[nextTurn] : undefined, weights.neighbourWeight);
     }
     const columns: FusedColumns = { ...terms, dense: mainDense, bm25: mainLexical, options: optionShare, neighbours };
@@ -437,8 +447,16 @@ export class UserCorpus {
 
   /** The candidates' lexical shares and vector-free terms (see `PreparedSearch`). */
   private vectorFreeScores(query: CorpusQuery<QueryText>, weights: RetrievalWeights, layout: SlotLayout, candidates: Int32Array): VectorFreeScores {
-    const position = new Int32Array(layout.units.length).fill(-1);
-    for (let i = 0; i < candidates.length; i++) position[candidates[i]] = i;
+    let position: (slot: number) => number;
+    if (candidates.length * SPARSE_SHARE < layout.units.length) {
+      const positions = new Map<number, number>();
+      for (let i = 0; i < candidates.length; i++) positions.set(candidates[i], i);
+      position = (slot) => positions.get(slot) ?? -1;
+    } else {
+      const positions = new Int32Array(layout.units.length).fill(-1);
+      for (let i = 0; i < candidates.length; i++) positions[candidates[i]] = i;
+      position = (slot) => positions[slot];
+    }
     const lexical = [query.main, ...query.options].map((text) => this.lexicalShares(text, candidates, position, weights, layout));
     return { candidates, position, lexical, terms: this.unitTerms(query, weights, layout, candidates) };
   }
@@ -479,50 +497,48 @@ export class UserCorpus {
     return terms;
   }
 
-  /** The slot layout of the units, rebuilt after a change (adds and removes are rare next to searches). */
+  /**
+   * The slot layout of the units, rebuilt after a change other than an append (removes and
+   * re-embeddings are rare next to searches); an append extends it (see `extendLayout`).
+   */
   private currentLayout(): SlotLayout {
     if (this.layout !== null) return this.layout;
-    const units: CorpusUnit[] = [];
-    const slotOfSeq = new Map<number, number>();
-    for (const { unit } of this.links.values()) {
-      slotOfSeq.set(unit.seq, units.length);
-      units.push(unit);
-    }
-    const n = units.length;
-    const slotOf = (unit: CorpusUnit | null): number => (unit === null ? -1 : (slotOfSeq.get(unit.seq) ?? -1));
-    const previous = new Int32Array(n);
-    const previousTurn = new Int32Array(n);
-    const nextTurn = new Int32Array(n);
-    const selfDotPrevious = new Float64Array(n);
-    const message = new Int32Array(n);
-    const messageIds = new Map<string, number>();
-    const text = new Int32Array(n);
-    const textIds = new Map<string, number>();
-    for (let slot = 0; slot < n; slot++) {
-      const link = this.links.get(units[slot].seq)!;
-      previous[slot] = slotOf(link.previous);
-      previousTurn[slot] = slotOf(link.previousTurn);
-      nextTurn[slot] = slotOf(link.nextTurn);
-      selfDotPrevious[slot] = link.selfDotPrevious ?? Number.NaN;
-      const key = units[slot].messageKey;
-      if (key === null) {
-        message[slot] = -1;
-      } else {
-        let id = messageIds.get(key);
-        if (id === undefined) messageIds.set(key, (id = messageIds.size));
-        message[slot] = id;
-      }
-      let textId = textIds.get(units[slot].textKey);
-      if (textId === undefined) textIds.set(units[slot].textKey, (textId = textIds.size));
-      text[slot] = textId;
-    }
-    const catchUpTurn = new Uint8Array(n);
-    for (let slot = 0; slot < n; slot++) {
-      const before = previousTurn[slot];
-      catchUpTurn[slot] = units[slot].sessionId !== null && (before < 0 || previousTurn[before] < 0) ? 1 : 0;
-    }
-    this.layout = { units, slotOfSeq, previous, previousTurn, nextTurn, selfDotPrevious, message, messageCount: messageIds.size, catchUpTurn, text, textCount: textIds.size };
-    return this.layout;
+    const layout = emptyLayout(this.links.size);
+    for (const { unit } of this.links.values()) placeUnit(layout, unit);
+    for (let slot = 0; slot < layout.units.length; slot++) this.linkSlot(layout, slot);
+    for (let slot = 0; slot < layout.units.length; slot++) setCatchUp(layout, slot);
+    this.layout = layout;
+    return layout;
+  }
+
+  /**
+   * The layout after an append: the new units take the next slots (where a rebuild would put
+   * them: the end of `links`), and only the units of the sessions the append touched are linked
+   * again, so a write into a user of a million units costs what it writes, not the million. A new
+   * object, so that a search prepared before the append sees its layout changed (see `rank`).
+   */
+  private extendLayout(layout: SlotLayout, added: readonly CorpusUnit[], sessions: ReadonlySet<string>): SlotLayout {
+    const next: SlotLayout = { ...layout };
+    const first = next.units.length;
+    grow(next, first + added.length);
+    for (const unit of added) placeUnit(next, unit);
+    const relinked: number[] = [];
+    for (let slot = first; slot < next.units.length; slot++) if (next.units[slot].sessionId === null) relinked.push(slot);
+    for (const sessionId of sessions) for (const unit of this.sessions.get(sessionId) ?? []) relinked.push(next.slotOfSeq.get(unit.seq)!);
+    for (const slot of relinked) this.linkSlot(next, slot);
+    for (const slot of relinked) setCatchUp(next, slot);
+    return next;
+  }
+
+  /** A slot's neighbours and previous-unit dot, from `links`. */
+  private linkSlot(layout: SlotLayout, slot: number): void {
+    const link = this.links.get(layout.units[slot].seq)!;
+    const slotOf = (unit: CorpusUnit | null): number => (unit === null ? -1 : (layout.slotOfSeq.get(unit.seq) ?? -1));
+    layout.previous[slot] = slotOf(link.previous);
+    layout.next[slot] = slotOf(link.next);
+    layout.previousTurn[slot] = slotOf(link.previousTurn);
+    layout.nextTurn[slot] = slotOf(link.nextTurn);
+    layout.selfDotPrevious[slot] = link.selfDotPrevious ?? Number.NaN;
   }
 
   /**
@@ -546,53 +562,50 @@ export class UserCorpus {
   private candidateSlots(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
     const matching = query.filter ? matchingSlots(layout, query.filter) : null;
     if (this.scoredExhaustively(weights, matching)) return matching ?? everySlot(layout);
-    const links = this.candidates(query, vectors, weights);
-    const slots = new Int32Array(links.length);
-    for (let i = 0; i < links.length; i++) slots[i] = layout.slotOfSeq.get(links[i].unit.seq)!;
-    return slots;
+    return this.candidates(query, vectors, weights, layout);
   }
 
   /**
-   * The candidates of a user not scored exhaustively (`candidateSlots` decides): the best BM25
-   * and HNSW candidates plus their session neighbours.
+   * The candidates of a user not scored exhaustively (`candidateSlots` decides), as slots: the
+   * best BM25 and HNSW candidates plus their session neighbours.
    */
-  private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights): UnitLinks[] {
+  private candidates(query: CorpusQuery<QueryText>, vectors: readonly Float32Array[], weights: RetrievalWeights, layout: SlotLayout): Int32Array {
     // Units not in the graph yet (writes acknowledged a moment ago) are always scored.
     // With a filter, both lists are taken among the matching units (the graph searches with it),
     // so the pools are as full as without one.
     const { filter } = query;
-    const passes = filter
-      ? (seq: number) => {
-          const link = this.links.get(seq);
-          return link !== undefined && filter(link.unit);
-        }
-      : () => true;
-    const chosen = new Set<number>([...this.unindexed].filter(passes));
+    const passesSlot = (slot: number): boolean => slot >= 0 && (!filter || filter(layout.units[slot]));
+    const passes = filter ? (seq: number) => passesSlot(layout.slotOfSeq.get(seq) ?? -1) : undefined;
+    const chosen = new Set<number>();
+    const choose = (seq: number): void => {
+      const slot = layout.slotOfSeq.get(seq);
+      if (slot !== undefined) chosen.add(slot);
+    };
+    for (const seq of this.unindexed) if (!passes || passes(seq)) choose(seq);
     [query.main, ...query.options].forEach((text, t) => {
-      const lexical = [...this.lexical.score(text.terms)].filter(([seq]) => passes(seq)).sort((a, b) => b[1] - a[1]);
-      for (const [seq] of lexical.slice(0, weights.candidatePool)) chosen.add(seq);
-      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, filter ? passes : undefined)) chosen.add(hit.label);
+      for (const { key } of this.lexical.topKeys(text.terms, weights.candidatePool, passes)) choose(key);
+      for (const hit of this.vectorIndex!.search(vectors[t], weights.candidatePool, passes)) choose(hit.label);
     });
-    const withNeighbourSeqs = new Set(chosen);
-    for (const seq of chosen) {
-      const link = this.links.get(seq);
-      for (const neighbour of [link?.previous, link?.next, link?.previousTurn, link?.nextTurn]) if (neighbour && passes(neighbour.seq)) withNeighbourSeqs.add(neighbour.seq);
+    const out = new Set(chosen);
+    for (const slot of chosen) {
+      for (const neighbour of [layout.previous[slot], layout.next[slot], layout.previousTurn[slot], layout.nextTurn[slot]]) if (passesSlot(neighbour)) out.add(neighbour);
     }
-    const out: UnitLinks[] = [];
-    for (const seq of withNeighbourSeqs) {
-      const link = this.links.get(seq);
-      if (link) out.push(link);
-    }
-    return out;
+    return Int32Array.from(out);
   }
 
   /** A text's lexical half of the base score per candidate: (1 − denseWeight) · norm(bm25). */
-  private lexicalShares(text: QueryText, candidates: Int32Array, position: Int32Array, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
-    const lexical = new Float64Array(candidates.length);
-    if (weights.denseWeight < 1) {
+  private lexicalShares(text: QueryText, candidates: Int32Array, position: (slot: number) => number, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
+    let lexical: Float64Array = new Float64Array(candidates.length);
+    if (weights.denseWeight < 1 && candidates.length * SPARSE_SHARE < layout.units.length) {
+      // A few candidates among many units (a large user): each candidate's own terms, never the
+      // posting lists (the same sums, see `scoreKeys`).
+      const seqs = new Float64Array(candidates.length);
+      for (let i = 0; i < candidates.length; i++) seqs[i] = layout.units[candidates[i]].seq;
+      lexical = this.lexical.scoreKeys(text.terms, seqs);
+    } else if (weights.denseWeight < 1) {
       this.lexical.forEachScore(text.terms, (seq, termScore) => {
         const slot = layout.slotOfSeq.get(seq);
-        const i = slot === undefined ? -1 : position[slot];
+        const i = slot === undefined ? -1 : position(slot);
         if (i >= 0) lexical[i] += termScore;
       });
     }
@@ -602,21 +615,37 @@ export class UserCorpus {
   }
 
   /** A text's dense half of the base score per candidate: denseWeight · norm(dense). */
-  private denseShares(vector: Float32Array, candidates: Int32Array, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
+  private denseShares(vector: Float32Array, candidates: Int32Array, position: (slot: number) => number, weights: RetrievalWeights, layout: SlotLayout): Float64Array {
     const count = candidates.length;
     const dense = new Float64Array(count);
     if (weights.denseWeight > 0) {
       // q·v per slot, computed once: a unit's own and as its next unit's previous. Scored
       // exhaustively, every slot is a candidate: all of them at once, two vectors per pass. Every
       // unit has its vector here: the dense half is off while any waits for one (usableWeights).
-      const queryDot = new Float64Array(layout.units.length);
-      if (count === layout.units.length) dotsInto(vector, layout.units, queryDot);
-      else queryDot.fill(Number.NaN);
-      const dotOf = (slot: number): number => {
-        let value = queryDot[slot];
-        if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector!);
-        return value;
-      };
+      let dotOf: (slot: number) => number;
+      if (count * SPARSE_SHARE < layout.units.length) {
+        // A few candidates among many units: their dots by position, two at a time, and those of
+        // previous units outside them by slot; never an array of every unit's.
+        const own = new Float64Array(count);
+        dotsInto(vector, candidates, layout.units, own);
+        const others = new Map<number, number>();
+        dotOf = (slot) => {
+          const at = position(slot);
+          if (at >= 0) return own[at];
+          let value = others.get(slot);
+          if (value === undefined) others.set(slot, (value = dot(vector, layout.units[slot].vector!)));
+          return value;
+        };
+      } else {
+        const queryDot = new Float64Array(layout.units.length);
+        if (count === layout.units.length) dotsInto(vector, null, layout.units, queryDot);
+        else queryDot.fill(Number.NaN);
+        dotOf = (slot) => {
+          let value = queryDot[slot];
+          if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector!);
+          return value;
+        };
+      }
       for (let i = 0; i < count; i++) {
         const slot = candidates[i];
         const previous = layout.previous[slot];
@@ -661,6 +690,12 @@ export class UserCorpus {
   }
 }
 
+/**
+ * Candidates fewer than 1 / SPARSE_SHARE of the units are scored through lookups by slot rather than
+ * arrays over every unit: the same numbers, at a cost that follows the candidates, not the user.
+ */
+const SPARSE_SHARE = 8;
+
 /** v·p of two units' vectors; undefined while either waits for its vector. */
 function dotOfUnits(a: CorpusUnit, b: CorpusUnit): number | undefined {
   return a.vector && b.vector ? dot(a.vector, b.vector) : undefined;
@@ -668,6 +703,76 @@ function dotOfUnits(a: CorpusUnit, b: CorpusUnit): number | undefined {
 
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
+}
+
+/** A layout with room for `capacity` units and none placed. */
+function emptyLayout(capacity: number): SlotLayout {
+  const layout: SlotLayout = {
+    units: [],
+    slotOfSeq: new Map(),
+    previous: new Int32Array(0),
+    next: new Int32Array(0),
+    previousTurn: new Int32Array(0),
+    nextTurn: new Int32Array(0),
+    selfDotPrevious: new Float64Array(0),
+    message: new Int32Array(0),
+    messageCount: 0,
+    catchUpTurn: new Uint8Array(0),
+    text: new Int32Array(0),
+    textCount: 0,
+    messageIds: new Map(),
+    textIds: new Map(),
+  };
+  grow(layout, capacity);
+  return layout;
+}
+
+/**
+ * Room for `wanted` slots: the columns are longer than the units (by half again when they grow,
+ * so appends copy them rarely); every reader goes by `units.length`.
+ */
+function grow(layout: SlotLayout, wanted: number): void {
+  if (layout.previous.length >= wanted) return;
+  const capacity = Math.max(wanted, Math.ceil(layout.previous.length * 1.5));
+  const widened = <T extends Int32Array | Float64Array | Uint8Array>(column: T, make: (n: number) => T): T => {
+    const out = make(capacity);
+    out.set(column);
+    return out;
+  };
+  layout.previous = widened(layout.previous, (n) => new Int32Array(n));
+  layout.next = widened(layout.next, (n) => new Int32Array(n));
+  layout.previousTurn = widened(layout.previousTurn, (n) => new Int32Array(n));
+  layout.nextTurn = widened(layout.nextTurn, (n) => new Int32Array(n));
+  layout.selfDotPrevious = widened(layout.selfDotPrevious, (n) => new Float64Array(n));
+  layout.message = widened(layout.message, (n) => new Int32Array(n));
+  layout.catchUpTurn = widened(layout.catchUpTurn, (n) => new Uint8Array(n));
+  layout.text = widened(layout.text, (n) => new Int32Array(n));
+}
+
+/** Gives a unit the next slot, with its message and text ids (a key seen before keeps its id). */
+function placeUnit(layout: SlotLayout, unit: CorpusUnit): void {
+  const slot = layout.units.length;
+  layout.slotOfSeq.set(unit.seq, slot);
+  layout.units.push(unit);
+  const key = unit.messageKey;
+  if (key === null) {
+    layout.message[slot] = -1;
+  } else {
+    let id = layout.messageIds.get(key);
+    if (id === undefined) layout.messageIds.set(key, (id = layout.messageIds.size));
+    layout.message[slot] = id;
+  }
+  let textId = layout.textIds.get(unit.textKey);
+  if (textId === undefined) layout.textIds.set(unit.textKey, (textId = layout.textIds.size));
+  layout.text[slot] = textId;
+  layout.messageCount = layout.messageIds.size;
+  layout.textCount = layout.textIds.size;
+}
+
+/** 1 for a unit of the first two turns of its session (see `timeCue`); its own and its previous turn's links must be set. */
+function setCatchUp(layout: SlotLayout, slot: number): void {
+  const before = layout.previousTurn[slot];
+  layout.catchUpTurn[slot] = layout.units[slot].sessionId !== null && (before < 0 || layout.previousTurn[before] < 0) ? 1 : 0;
 }
 
 /** The slots of the units passing a filter, in slot order. */
@@ -686,14 +791,16 @@ function everySlot(layout: SlotLayout): Int32Array {
 }
 
 /**
- * q·v for every unit (each with its vector) into `out`, two units per pass over q: each sum still adds its products in
+ * q·v for every unit (or the units of `slots`; each with its vector) into `out`, two units per pass over q: each sum still adds its products in
  * order (the bits of `dot`), and the two independent sums keep the core busier than one.
  */
-function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float64Array): void {
+function dotsInto(query: Float32Array, slots: Int32Array | null, units: readonly CorpusUnit[], out: Float64Array): void {
+  const count = slots ? slots.length : units.length;
+  const unitAt = (k: number): CorpusUnit => units[slots ? slots[k] : k];
   let k = 0;
-  for (; k + 1 < units.length; k += 2) {
-    const a = units[k].vector!;
-    const b = units[k + 1].vector!;
+  for (; k + 1 < count; k += 2) {
+    const a = unitAt(k).vector!;
+    const b = unitAt(k + 1).vector!;
     const n = Math.min(query.length, a.length, b.length);
     if (a.length !== n || b.length !== n) break;
     let sumA = 0;
@@ -714,7 +821,7 @@ function dotsInto(query: Float32Array, units: readonly CorpusUnit[], out: Float6
     out[k] = sumA;
     out[k + 1] = sumB;
   }
-  for (; k < units.length; k++) out[k] = dot(query, units[k].vector!);
+  for (; k < count; k++) out[k] = dot(query, unitAt(k).vector!);
 }
 
 /**

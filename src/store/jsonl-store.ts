@@ -316,6 +316,11 @@ export class JsonlStore {
       if (tail >= Math.max(this.sidecarMinRecords, sidecar!.count / 8)) this.refreshSidecar(userId, read, fast.records, fast.vectors);
       return { ...fast, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
     }
+    const decoded = this.parseDecoding(userId, read.content);
+    if (decoded) {
+      if (decoded.records.length >= this.sidecarMinRecords) this.refreshSidecar(userId, read, decoded.records, decoded.vectors);
+      return { ...decoded, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
+    }
     const loaded = await this.parseAll(userId, read, options.repair ?? true);
     if (!loaded) return null;
     const vectors = decodeVectors(loaded.records.map((record) => record.vec));
@@ -338,7 +343,7 @@ export class JsonlStore {
       const stats = await handle.stat({ bigint: true });
       // Reading a device or a FIFO may never end (/dev/zero, /dev/full).
       if (!stats.isFile()) throw Object.assign(new Error(`not a regular file`), { code: 'EINVAL' });
-      return { content: await handle.readFile(), inode: Number(stats.ino), stamp: stampOf(stats) };
+      return { content: await readWhole(handle, Number(stats.size)), inode: Number(stats.ino), stamp: stampOf(stats) };
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw storageError(error);
@@ -412,7 +417,7 @@ export class JsonlStore {
     let start = from;
     let lineNumber = from === 0 ? 0 : -1;
     while (start < to) {
-      const end = content.indexOf(10, start);
+      const end = indexIn(content, 10, start);
       const lineEnd = end === -1 || end > to ? to : end;
       if (lineNumber >= 0) lineNumber++;
       const line = content.toString('utf8', start, lineEnd);
@@ -445,10 +450,14 @@ export class JsonlStore {
   /** The sidecar when it proves to be built from this very file, else null (the reason logged). */
   private async readSidecar(userId: string, content: Buffer): Promise<VectorSidecar | null> {
     let bytes: Buffer;
+    let handle: FileHandle | undefined;
     try {
-      bytes = await readFile(path.join(this.userDir(userId), VECTOR_SIDECAR_FILE));
+      handle = await open(path.join(this.userDir(userId), VECTOR_SIDECAR_FILE), 'r');
+      bytes = await readWhole(handle, (await handle.stat()).size);
     } catch {
       return null;
+    } finally {
+      await handle?.close().catch(() => undefined);
     }
     const checked = checkSidecar(bytes, content);
     if (checked.status === 'valid') return checked.sidecar;
@@ -467,7 +476,7 @@ export class JsonlStore {
     let start = 0;
     while (start < sidecar.covered) {
       // The sidecar covers whole lines only (checked), so every line here ends in a newline.
-      const end = content.indexOf(10, start);
+      const end = indexIn(content, 10, start);
       const line = cutVector(content, start, end);
       start = end + 1;
       if (line === null) return null;
@@ -493,6 +502,59 @@ export class JsonlStore {
       vectors.push(tailVectors[i]);
     }
     // An Add cut short: the plain path decides what to quarantine.
+    if (incompleteAddStart(records) !== -1) return null;
+    return { records, vectors };
+  }
+
+  /**
+   * The whole file parsed with each line's `vec` decoded into one slab as the line is read (its
+   * base64 is cut out of the line and decoded at once), for a load without a usable sidecar.
+   * Parsing every record with its `vec` first held all the vectors' 2.7 KB strings at once:
+   * 2.7 GB of heap at a million memories, past V8's default limit. Null when any line is unusual
+   * (torn, malformed, another user's, a vector of another size, an Add cut short): the plain
+   * path then decides what to quarantine.
+   */
+  private parseDecoding(userId: string, content: Buffer): { records: StoredRecord[]; vectors: Array<Float32Array | null> } | null {
+    if (content.length > 0 && content[content.length - 1] !== 0x0a) return null;
+    const lines = countLines(content);
+    const records: StoredRecord[] = [];
+    const vectors: Array<Float32Array | null> = [];
+    let slab: Buffer | null = null;
+    let floats: Float32Array | null = null;
+    let bytes = 0;
+    for (let start = 0; start < content.length; ) {
+      const end = indexIn(content, 10, start);
+      const lineStart = start;
+      start = end + 1;
+      if (end === lineStart) continue;
+      const key = indexIn(content, VEC_KEY, lineStart, end);
+      const close = key === -1 ? -1 : indexIn(content, 0x22, key + VEC_KEY.length, end);
+      const line = close === -1 || close >= end ? content.toString('utf8', lineStart, end) : content.toString('utf8', lineStart, key) + content.toString('utf8', close + 1, end);
+      if (line.trim() === '') continue;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return null;
+      }
+      if (!isStoredRecord(parsed) || parsed.user_id !== userId || parsed.vec !== undefined) return null;
+      records.push(parsed);
+      if (close === -1 || close >= end) {
+        vectors.push(null);
+        continue;
+      }
+      const base64 = content.toString('latin1', key + VEC_KEY.length, close);
+      const length = Buffer.byteLength(base64, 'base64');
+      if (slab === null) {
+        if (length === 0 || length % 4 !== 0) return null;
+        bytes = length;
+        slab = Buffer.alloc(bytes * lines);
+        floats = new Float32Array(slab.buffer, slab.byteOffset, slab.length / 4);
+      }
+      const at = records.length - 1;
+      if (length !== bytes || slab.write(base64, at * bytes, bytes, 'base64') !== bytes) return null;
+      vectors.push(floats!.subarray((at * bytes) / 4, ((at + 1) * bytes) / 4));
+    }
     if (incompleteAddStart(records) !== -1) return null;
     return { records, vectors };
   }
@@ -544,14 +606,17 @@ export class JsonlStore {
       const header = await readHeader(path.join(dir, VECTOR_SIDECAR_FILE));
       const known = header && header.inode === ino && header.covered <= size ? header : { count: 0, covered: 0 };
       if (known.covered === size) return known.count;
-      const rest = Buffer.alloc(size - known.covered);
-      let read = 0;
-      while (read < rest.length) {
-        const { bytesRead } = await handle.read(rest, read, rest.length - read, known.covered + read);
+      // A piece at a time: a million memories' file is 3 GB, more than one read takes (and a
+      // buffer that size only to count newlines).
+      const piece = Buffer.allocUnsafe(Math.min(COUNT_PIECE_BYTES, size - known.covered));
+      const lines = new LineCounter();
+      for (let at = known.covered; at < size; ) {
+        const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - at), at);
         if (bytesRead === 0) break;
-        read += bytesRead;
+        lines.push(piece.subarray(0, bytesRead));
+        at += bytesRead;
       }
-      return known.count + countLines(rest.subarray(0, read));
+      return known.count + lines.count;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
       throw storageError(error);
@@ -571,10 +636,10 @@ export class JsonlStore {
     const sessions = new Set<string>();
     let count = 0;
     let start = 0;
-    for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+    for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
       if (end > start) {
         count++;
-        const key = content.indexOf(SESSION_KEY, start);
+        const key = indexIn(content, SESSION_KEY, start, end);
         if (key !== -1 && key < end) {
           const value = stringEnd(content, key + SESSION_KEY.length, end);
           if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
@@ -836,10 +901,29 @@ async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]
 }
 
 /** Newline-terminated lines with something on them (a torn last line is not a memory). */
+/** Counts the whole non-empty lines of bytes given a piece at a time, as `countLines` counts them in one buffer. */
+export class LineCounter {
+  count = 0;
+  /** Whether the line under way (cut by the end of the previous piece) has a byte yet. */
+  private lineStarted = false;
+
+  push(bytes: Buffer): void {
+    const first = bytes.indexOf(10);
+    if (first === -1) {
+      this.lineStarted ||= bytes.length > 0;
+      return;
+    }
+    if (first > 0 || this.lineStarted) this.count++;
+    const last = bytes.lastIndexOf(10);
+    this.count += countLines(bytes.subarray(first + 1, last + 1));
+    this.lineStarted = last < bytes.length - 1;
+  }
+}
+
 function countLines(content: Buffer): number {
   let count = 0;
   let start = 0;
-  for (let end = content.indexOf(10, start); end !== -1; end = content.indexOf(10, start)) {
+  for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
     if (end > start) count++;
     start = end + 1;
   }
@@ -871,11 +955,55 @@ function stringEnd(content: Buffer, from: number, end: number): number {
 
 /** The line [start, end) as text without its `vec` member; null when that member is not where it should be. */
 function cutVector(content: Buffer, start: number, end: number): string | null {
-  const key = content.indexOf(VEC_KEY, start);
+  const key = indexIn(content, VEC_KEY, start, end);
   if (key === -1 || key >= end) return null;
-  const close = content.indexOf(0x22, key + VEC_KEY.length);
+  const close = indexIn(content, 0x22, key + VEC_KEY.length, end);
   if (close === -1 || close >= end) return null;
   return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
+}
+
+/** Bytes a search looks at per call (see `indexIn`). */
+const SEARCH_WINDOW = 1 << 30;
+
+/**
+ * `content.indexOf(value, from)`, found before `to` or -1, right past 2 GiB too: Node's indexOf
+ * returns offsets beyond 2^31 wrapped to negative numbers (a million memories' file is 3 GB; the
+ * load looped forever on it), so it searches subarrays of at most 1 GiB, whose offsets stay small.
+ */
+export function indexIn(content: Buffer, value: number | Buffer, from: number, to = content.length, window = SEARCH_WINDOW): number {
+  const overlap = typeof value === 'number' ? 0 : value.length - 1;
+  for (let at = from; at < to; ) {
+    const end = Math.min(to, at + Math.max(window, overlap + 1));
+    const found = content.subarray(at, end).indexOf(value);
+    if (found !== -1) return at + found;
+    if (end === to) return -1;
+    // A needle of several bytes may straddle two windows.
+    at = end - overlap;
+  }
+  return -1;
+}
+
+/** Bytes per read while counting lines. */
+const COUNT_PIECE_BYTES = 64 << 20;
+
+/** Bytes per read: `readFile` refuses files over 2 GiB (a user of ~700k memories), so large files are read in pieces. */
+const READ_CHUNK_BYTES = 1 << 30;
+
+/**
+ * The whole file behind `handle` (`size` bytes as its stat gave them) in one buffer, read a
+ * gigabyte at a time. A file that grew since its stat is read up to `size`, as `readFile` would
+ * not promise more either; one that shrank comes back short.
+ */
+async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
+  if (size < READ_CHUNK_BYTES) return handle.readFile();
+  const buffer = Buffer.allocUnsafe(size);
+  let read = 0;
+  while (read < size) {
+    const { bytesRead } = await handle.read(buffer, read, Math.min(READ_CHUNK_BYTES, size - read), read);
+    if (bytesRead === 0) break;
+    read += bytesRead;
+  }
+  return read === size ? buffer : buffer.subarray(0, read);
 }
 
 async function sha256File(file: string): Promise<string> {

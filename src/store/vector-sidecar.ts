@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 
 /**
  * A binary copy of a user's stored vectors beside `memories.jsonl`, so that a load neither
@@ -98,5 +98,16 @@ export const SIDECAR_HEADER_BYTES = HEADER_BYTES;
 
 /** SHA-256 of the JSONL prefix, the header's fields (sizes, inode) and the body: everything but the digest itself. */
 function digest(jsonl: Buffer, file: Buffer): Buffer {
-  return createHash('sha256').update(jsonl).update(file.subarray(MAGIC.length, DIGEST_OFFSET)).update(file.subarray(HEADER_BYTES)).digest();
+  const hash = createHash('sha256');
+  updateInChunks(hash, jsonl);
+  hash.update(file.subarray(MAGIC.length, DIGEST_OFFSET));
+  updateInChunks(hash, file.subarray(HEADER_BYTES));
+  return hash.digest();
+}
+
+/** A hash takes at most 2 GiB per update ("data is too long"): a million memories' file is more. */
+const HASH_CHUNK_BYTES = 1 << 30;
+
+function updateInChunks(hash: Hash, bytes: Buffer): void {
+  for (let at = 0; at < bytes.length; at += HASH_CHUNK_BYTES) hash.update(bytes.subarray(at, Math.min(bytes.length, at + HASH_CHUNK_BYTES)));
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Bm25Index } from '../../src/retrieval/bm25-index.js';
+import { Bm25Index, TopK } from '../../src/retrieval/bm25-index.js';
 
 /*
  * The hand-computed corpus: N = 3, avgdl = (2 + 3 + 1) / 3 = 2, k1 = 1.2, b = 0.75.
@@ -154,5 +154,82 @@ describe('Bm25Index', () => {
     for (let i = 0; i < runs; i += 1) index.score(query);
     // About 0.03 ms measured; the bound leaves room for a loaded machine.
     expect((performance.now() - started) / runs).toBeLessThan(0.5);
+  });
+});
+
+describe('Bm25Index top-k and per-key scoring (the path of users past the exhaustive limit)', () => {
+  const term = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h');
+  const corpus = fc.array(fc.record({ key: fc.integer({ min: 0, max: 400 }), terms: fc.array(term, { maxLength: 10 }) }), { maxLength: 150 });
+
+  /** The reference: every score, sorted best first with ties to the larger key. */
+  function fullRanking(index: Bm25Index, query: string[], passes: (key: number) => boolean = () => true): Array<{ key: number; score: number }> {
+    return [...index.score(query)]
+      .filter(([key]) => passes(key))
+      .map(([key, score]) => ({ key, score }))
+      .sort((a, b) => b.score - a.score || b.key - a.key);
+  }
+
+  it('gives exactly the first k of the full scoring, scores to the bit, with and without a filter', () => {
+    fc.assert(
+      fc.property(corpus, fc.array(term, { minLength: 1, maxLength: 5 }), fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 5 }), (documents, query, k, modulus) => {
+        const index = new Bm25Index();
+        for (const { key, terms } of documents) index.add(key, terms);
+        expect(index.topKeys(query, k)).toEqual(fullRanking(index, query).slice(0, k));
+        const passes = (key: number) => key % modulus === 0;
+        expect(index.topKeys(query, k, passes)).toEqual(fullRanking(index, query, passes).slice(0, k));
+        // Twice in a row: the scratch sums are left all zero.
+        expect(index.topKeys(query, k)).toEqual(fullRanking(index, query).slice(0, k));
+      }),
+    );
+  });
+
+  it('stays exact when the common terms\' lists are left unwalked (a rare term fills the top k first)', () => {
+    const index = new Bm25Index();
+    for (let key = 0; key < 3000; key++) {
+      const terms = ['common', ...(key % 2 === 0 ? ['often'] : []), ...Array.from({ length: key % 9 }, () => 'filler')];
+      if (key % 97 === 0) terms.push('rare', ...(key % 3 === 0 ? ['rare'] : []));
+      if (key % 13 === 0) terms.push('seldom');
+      index.add(key, terms);
+    }
+    for (const query of [['common', 'rare', 'often'], ['often', 'seldom', 'rare', 'common'], ['rare']]) {
+      for (const k of [1, 5, 31, 40]) {
+        expect(index.topKeys(query, k)).toEqual(fullRanking(index, query).slice(0, k));
+        const passes = (key: number) => key % 2 === 1;
+        expect(index.topKeys(query, k, passes)).toEqual(fullRanking(index, query, passes).slice(0, k));
+      }
+    }
+  });
+
+  it('stays exact after removals and replacements (slots reused)', () => {
+    const index = new Bm25Index();
+    for (let key = 0; key < 200; key++) index.add(key, ['a', key % 3 === 0 ? 'b' : 'c', ...(key % 7 === 0 ? ['d', 'd'] : [])]);
+    for (let key = 0; key < 200; key += 5) index.remove(key);
+    for (let key = 0; key < 50; key += 3) index.add(key, ['d', 'b']);
+    expect(index.topKeys(['d', 'b', 'a'], 25)).toEqual(fullRanking(index, ['d', 'b', 'a']).slice(0, 25));
+  });
+
+  it('scores given keys with the very sums of score(), 0 for keys without a query term or unknown', () => {
+    fc.assert(
+      fc.property(corpus, fc.array(term, { minLength: 1, maxLength: 5 }), fc.array(fc.integer({ min: 0, max: 450 }), { maxLength: 60 }), (documents, query, keys) => {
+        const index = new Bm25Index();
+        for (const { key, terms } of documents) index.add(key, terms);
+        const full = index.score(query);
+        const scores = index.scoreKeys(query, keys);
+        keys.forEach((key, i) => expect(scores[i]).toBe(full.get(key) ?? 0));
+      }),
+    );
+  });
+});
+
+describe('TopK', () => {
+  it('keeps the k best offers, best first, ties to the larger key', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ key: fc.integer({ min: 0, max: 1000 }), score: fc.integer({ min: 0, max: 20 }) })), fc.integer({ min: 0, max: 30 }), (offers, k) => {
+        const top = new TopK(k);
+        for (const { key, score } of offers) top.offer(key, score);
+        const expected = [...offers].sort((a, b) => b.score - a.score || b.key - a.key).slice(0, k);
+        expect(top.sorted()).toEqual(expected);
+      }),
+    );
   });
 });

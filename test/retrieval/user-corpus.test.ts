@@ -250,6 +250,53 @@ describe('UserCorpus', () => {
   });
 });
 
+describe('UserCorpus appends (the slot layout extended, not rebuilt)', () => {
+  /** Units of a few sessions, parts of one message sharing a key, repeated texts, out-of-order times. */
+  function mixedUnits(count: number): CorpusUnit[] {
+    const words = ['garden', 'violin', 'tomatoes', 'paris', 'dog', 'birthday', 'painting', 'soup'];
+    return Array.from({ length: count }, (_, seq) =>
+      unit(seq, `${words[seq % words.length]} and ${words[(seq * 3) % words.length]} ${seq % 4 === 0 ? 'again' : ''}`, {
+        sessionId: seq % 11 === 0 ? null : `s${seq % 5}`,
+        messageKey: seq % 6 === 1 ? `m${seq - 1}` : `m${seq}`,
+        timeMs: 1_700_000_000_000 + ((seq * 7919) % 97) * 60_000,
+        vector: Float32Array.from({ length: DIM }, (_, i) => Math.sin(seq * 0.37 + i)),
+        hasTimeExpression: seq % 3 === 0,
+      }),
+    );
+  }
+
+  const queries = [query('garden tomatoes'), query('when was the birthday', { whenQuestion: true }), query('violin paris dog', { collapseDuplicates: true })];
+  const weights = resolveWeights({ ...DEFAULT_RETRIEVAL_WEIGHTS, decayWeight: 0.1 });
+
+  it('ranks exactly as a corpus given every unit at once, searched between the appends', () => {
+    const units = mixedUnits(120);
+    const whole = new UserCorpus();
+    whole.add(units.map((entry) => ({ ...entry })));
+    const appended = new UserCorpus();
+    for (let start = 0; start < units.length; start += 17) {
+      appended.add(units.slice(start, start + 17).map((entry) => ({ ...entry })));
+      // A search between appends builds the layout, so the next append extends it.
+      appended.search(queries[0], weights, 5);
+    }
+    for (const q of queries) expect(appended.search({ ...q, explain: true }, weights, 40)).toEqual(whole.search({ ...q, explain: true }, weights, 40));
+  });
+
+  it('past the exhaustive limit too: the candidates scored by lookups give the scores of the same candidates scored in full', () => {
+    const units = mixedUnits(400);
+    const build = (parts: number) => {
+      const corpus = corpusWithIndex();
+      const size = Math.ceil(units.length / parts);
+      for (let start = 0; start < units.length; start += size) {
+        corpus.add(units.slice(start, start + size).map((entry) => ({ ...entry })));
+        corpus.search(queries[0], weights, 5);
+      }
+      return corpus;
+    };
+    const large = resolveWeights({ ...weights, exhaustiveLimit: 50, candidatePool: 20 });
+    for (const q of queries) expect(build(7).search(q, large, 30)).toEqual(build(1).search(q, large, 30));
+  });
+});
+
 describe('UserCorpus scoring in two halves', () => {
   /** Deterministic pseudo-random vector of an odd, realistic dimension (exercises the kernels' tails). */
   function noisy(seed: number, dimensions = 513): Float32Array {

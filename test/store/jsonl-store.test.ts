@@ -2,7 +2,8 @@ import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { JsonlStore } from '../../src/store/jsonl-store.js';
+import fc from 'fast-check';
+import { indexIn, JsonlStore, LineCounter } from '../../src/store/jsonl-store.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
 import { tempDir } from '../helper.js';
 
@@ -104,5 +105,36 @@ describe('JsonlStore', () => {
     await store.deleteUser('u');
     expect(await store.listUsers()).toEqual([]);
     expect((await store.load('u')).records).toEqual([]);
+  });
+});
+
+describe('LineCounter (counting a file larger than one read, a piece at a time)', () => {
+  it('counts the whole non-empty lines as one buffer would, wherever the pieces are cut', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('a', 'b', '\n'), { maxLength: 60 }), fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 6 }), (chars, cuts) => {
+        const bytes = Buffer.from(chars.join(''));
+        const whole = chars.join('').split('\n').slice(0, -1).filter((line) => line !== '').length;
+        const counter = new LineCounter();
+        const at = [0, ...cuts.map((cut) => Math.min(cut, bytes.length)).sort((a, b) => a - b), bytes.length];
+        for (let i = 0; i + 1 < at.length; i++) counter.push(bytes.subarray(at[i], at[i + 1]));
+        expect(counter.count).toBe(whole);
+      }),
+    );
+  });
+});
+
+describe('indexIn (indexOf that stays right past 2 GiB, searching windows)', () => {
+  it('finds what indexOf finds before the bound, whatever the window, needles straddling windows included', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom(10, 34, 44, 97), { maxLength: 50 }), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 1, max: 7 }), (bytes, from, to, window) => {
+        const content = Buffer.from(bytes);
+        const end = Math.min(content.length, Math.max(from, to));
+        for (const value of [10, Buffer.from(',"'), Buffer.from('a,a')]) {
+          const found = content.indexOf(value, from);
+          const expected = found !== -1 && found + (typeof value === 'number' ? 1 : value.length) <= end ? found : -1;
+          expect(indexIn(content, value, from, end, window)).toBe(expected);
+        }
+      }),
+    );
   });
 });
