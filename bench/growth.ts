@@ -15,8 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuMsPer, cpuText } from './cpu-figures.js';
 import { writeGrowthStore, userFileBytes } from './growth-store.js';
-import { checkAdd, checkSearch, LoopbackClient, round, runLoad, type Answer } from './http-load.js';
-import { ServerProcess, startCpuWatch } from './server-process.js';
+import { checkAdd, checkSearch, LoopbackClient, round, runLoad } from './http-load.js';
+import { ServerProcess, startCpuWatch, waitForFirstAnswer } from './server-process.js';
 import { DEFAULT_LOCOMO, loadWorkload, type AddBody, type Workload } from './workload.js';
 
 export const GROWTH_SIZES = { quick: [10_000, 100_000], full: [10_000, 100_000, 1_000_000] } as const;
@@ -158,24 +158,7 @@ async function startAndFirstAnswer(dataDir: string, nodeArgs: string[], body: ()
   const server = await ServerProcess.start({ dataDir, nodeArgs });
   const watch = startCpuWatch(server);
   const client = new LoopbackClient(server.url, 32);
-  const deadline = server.spawnedAt + timeoutMs;
-  let last = 'no answer';
-  for (;;) {
-    if (!server.running) throw new Error(`server exited before answering: ${server.logLines.slice(-5).join(' | ')}`);
-    if (performance.now() > deadline) {
-      await server.stop();
-      throw new Error(`server did not answer a search within ${timeoutMs} ms (last: ${last})`);
-    }
-    try {
-      const answer: Answer = await client.post('/search', JSON.stringify(body()), Math.max(1000, deadline - performance.now()));
-      if (checkSearch(answer) === null) break;
-      last = `${answer.status} ${answer.text.slice(0, 200)}`;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  const coldStartMs = Math.round(performance.now() - server.spawnedAt);
+  const coldStartMs = await waitForFirstAnswer(server, client, body, timeoutMs, (answer) => checkSearch(answer) === null);
   const share = watch();
   const coldCpuS = round((share.server_cores * coldStartMs) / 1000, 2);
   const rssAtFirst = server.memory();

@@ -29,7 +29,7 @@ import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { benchPrecision, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision } from './server-encoder.js';
 import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
-import { ServerProcess, startCpuWatch, type CpuShare } from './server-process.js';
+import { ServerProcess, startCpuWatch, waitForFirstAnswer, type CpuShare } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
 
 const PACKAGE_ROOT = path.resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -632,24 +632,6 @@ async function pendingIndexFlushes(client: LoopbackClient, users: readonly strin
  * Polls until the server answers a request `accept`s, counting from spawn. Refused connections
  * are the server still loading; an exit ends the wait with its log.
  */
-async function waitForFirstAnswer(server: ServerProcess, client: LoopbackClient, body: () => object, timeoutMs: number, accept: (answer: { status: number; text: string; ms: number }) => boolean): Promise<number> {
-  const deadline = server.spawnedAt + timeoutMs;
-  let last = 'no answer';
-  while (performance.now() < deadline) {
-    if (!server.running) throw new Error(`server exited before answering: ${server.logLines.slice(-5).join(' | ')}`);
-    try {
-      const answer = await client.post('/search', JSON.stringify(body()), Math.max(1000, deadline - performance.now()));
-      if (answer.status === 200 && accept(answer)) return Math.round(performance.now() - server.spawnedAt);
-      last = `${answer.status} ${answer.text.slice(0, 200)}`;
-    } catch (error) {
-      last = (error as Error).message;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await server.stop();
-  throw new Error(`server did not answer a search within ${timeoutMs} ms (last: ${last})`);
-}
-
 // ---------------------------------------------------------------------------------------------
 
 async function removeScratch(): Promise<void> {

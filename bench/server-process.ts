@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { round } from './http-load.js';
+import { round, type LoopbackClient } from './http-load.js';
 import { benchPrecision } from './server-encoder.js';
 
 /**
@@ -176,4 +176,26 @@ export function startCpuWatch(server: ServerProcess | null): () => CpuShare {
       load_avg_1m: round(os.loadavg()[0], 2),
     };
   };
+}
+
+/**
+ * Polls a Search (every 20 ms) from the server's spawn until it answers 200 and `accept` takes
+ * the answer: the ms since the spawn. Stops the server and throws if it exits or the time runs out.
+ */
+export async function waitForFirstAnswer(server: ServerProcess, client: LoopbackClient, body: () => object, timeoutMs: number, accept: (answer: { status: number; text: string; ms: number }) => boolean): Promise<number> {
+  const deadline = server.spawnedAt + timeoutMs;
+  let last = 'no answer';
+  while (performance.now() < deadline) {
+    if (!server.running) throw new Error(`server exited before answering: ${server.logLines.slice(-5).join(' | ')}`);
+    try {
+      const answer = await client.post('/search', JSON.stringify(body()), Math.max(1000, deadline - performance.now()));
+      if (answer.status === 200 && accept(answer)) return Math.round(performance.now() - server.spawnedAt);
+      last = `${answer.status} ${answer.text.slice(0, 200)}`;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await server.stop();
+  throw new Error(`server did not answer a search within ${timeoutMs} ms (last: ${last})`);
 }
