@@ -522,7 +522,7 @@ async function measureScale(workDir: string, workload: Workload, memories: numbe
   const runs = [];
   let searchErrors = 0;
   for (let run = 0; run < plan.coldStartRuns; run++) {
-    const result = await coldStart(dataDir, searchBody, 120_000, nodeArgs, store.users, null);
+    const result = await coldStart(dataDir, searchBody, 120_000, nodeArgs, store.users, false);
     searchErrors += result.search_errors;
     runs.push(result);
     progress(`Scale ${memories}: cold start ${result.cold_start_ms} ms (server CPU ${result.cold_start_server_cpu_s} s), RSS ${result.rss_mb} MiB (peak ${result.peak_rss_mb}), index cache used: ${result.index_cache_used} (${cpuText(result.cpu)})`);
@@ -534,7 +534,7 @@ async function measureScale(workDir: string, workload: Workload, memories: numbe
   if (plan.rebuildSizes.includes(memories)) {
     await removeIndexCaches(dataDir, store.users);
     progress(`Scale ${memories}: start without index caches (rebuilt from the JSONL)`);
-    const result = await coldStart(dataDir, searchBody, plan.rebuildTimeoutMs, nodeArgs, store.users, memories / SCALE_USERS);
+    const result = await coldStart(dataDir, searchBody, plan.rebuildTimeoutMs, nodeArgs, store.users, true);
     searchErrors += result.search_errors;
     rebuild.push(result);
     progress(`Scale ${memories}: without index caches, first answer after ${result.cold_start_ms} ms, indexes complete after ${result.indexes_complete_ms ?? '?'} ms, RSS ${result.rss_mb} MiB`);
@@ -559,10 +559,10 @@ async function measureScale(workDir: string, workload: Workload, memories: numbe
 
 /**
  * Spawn → first Search answered; then resident memory after a few more Searches, and a clean stop.
- * With `indexedPerUser`, also waits until every user's HNSW index holds that many vectors (a
- * server may answer while it still rebuilds them).
+ * With `awaitIndexes`, also waits until /mem/stats says every user's index is complete (a server
+ * may answer while it still rebuilds them; a user within the exhaustive limit keeps none).
  */
-async function coldStart(dataDir: string, body: () => SearchBody, timeoutMs: number, nodeArgs: string[], users: readonly string[], indexedPerUser: number | null) {
+async function coldStart(dataDir: string, body: () => SearchBody, timeoutMs: number, nodeArgs: string[], users: readonly string[], awaitIndexes: boolean) {
   const server = await ServerProcess.start({ dataDir, nodeArgs });
   const watch = startCpuWatch(server);
   const client = new LoopbackClient(server.url, 8);
@@ -570,7 +570,7 @@ async function coldStart(dataDir: string, body: () => SearchBody, timeoutMs: num
     const coldStartMs = await waitForFirstAnswer(server, client, body, timeoutMs, (answer) => checkSearch(answer) === null);
     const share = watch();
     const first = server.memory();
-    const indexesCompleteMs = indexedPerUser === null ? null : await waitForIndexes(server, client, users, indexedPerUser, timeoutMs);
+    const indexesCompleteMs = awaitIndexes ? await waitForIndexes(server, client, users, timeoutMs) : null;
     let next = 0;
     const searches = await runLoad({ client, path: '/search', concurrency: 1, nextBody: () => (next++ < 10 ? body() : undefined), check: checkSearch, timeoutMs: 60_000 });
     const steady = server.memory();
@@ -601,14 +601,14 @@ async function coldStart(dataDir: string, body: () => SearchBody, timeoutMs: num
   }
 }
 
-/** Polls GET /mem/stats until every user's index holds `wanted` vectors; ms since spawn, or null if the route cannot tell. */
-async function waitForIndexes(server: ServerProcess, client: LoopbackClient, users: readonly string[], wanted: number, timeoutMs: number): Promise<number | null> {
+/** Polls GET /mem/stats until every user's index is complete; ms since spawn, or null if the route cannot tell. */
+async function waitForIndexes(server: ServerProcess, client: LoopbackClient, users: readonly string[], timeoutMs: number): Promise<number | null> {
   while (performance.now() < server.spawnedAt + timeoutMs) {
     try {
-      const stats = JSON.parse((await client.get('/mem/stats', 60_000)).text) as { per_user?: Array<{ user_id: string; index?: { vectors?: unknown } }> };
-      const sizes = users.map((userId) => stats.per_user?.find((entry) => entry.user_id === userId)?.index?.vectors);
-      if (!sizes.every((size) => typeof size === 'number')) return null;
-      if ((sizes as number[]).every((size) => size >= wanted)) return Math.round(performance.now() - server.spawnedAt);
+      const stats = JSON.parse((await client.get('/mem/stats', 60_000)).text) as { per_user?: Array<{ user_id: string; index?: { complete?: unknown } }> };
+      const complete = users.map((userId) => stats.per_user?.find((entry) => entry.user_id === userId)?.index?.complete);
+      if (!complete.every((flag) => typeof flag === 'boolean')) return null;
+      if (complete.every(Boolean)) return Math.round(performance.now() - server.spawnedAt);
     } catch {
       return null;
     }
