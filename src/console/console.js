@@ -159,7 +159,8 @@ async function stats() {
   $('#stats-table tbody').replaceChildren(
     ...pool.per_user.map((user) => {
       const row = element('tr');
-      const index = user.index.complete ? `${user.index.vectors} vectors` : 'building';
+      // Users within the exhaustive limit keep no HNSW graph: every Search scores all their memories.
+      const index = !user.index.graph ? 'none (scored exhaustively)' : user.index.complete ? `${user.index.vectors} vectors` : 'building';
       row.append(element('td', null, user.user_id), element('td', 'number', String(user.count)), element('td', 'number', String(user.sessions)), element('td', 'number', bytes(user.bytes_on_disk)), element('td', null, index));
       return row;
     }),

@@ -150,6 +150,7 @@ describe('web console', () => {
     await page.locator('#stats-table tbody tr').first().waitFor();
     expect(await page.locator('#stats-summary dd').first().textContent()).toBe('4');
     expect(await page.locator('#stats-table tbody tr td:first-child').allTextContents()).toEqual(['caroline', 'melanie']);
+    expect(await page.locator('#stats-table tbody tr td:last-child').allTextContents()).toEqual(['none (scored exhaustively)', 'none (scored exhaustively)']);
     await shot(page, '6-stats');
 
     // The token survives a reload within the session, and a new session asks again.
