@@ -96,11 +96,6 @@ export class IndexLifecycle {
     }
   }
 
-  /** On load: a user past the exhaustive limit reads its index (smaller ones keep none). */
-  async attachIfSearched(state: UserState): Promise<void> {
-    if (this.keepsGraph(state)) await this.attach(state);
-  }
-
   /** The start's background loading: every user past the exhaustive limit gets its index, read from its cache or rebuilt. */
   async attachAll(states: readonly UserState[]): Promise<void> {
     for (const state of states) {

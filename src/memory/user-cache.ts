@@ -228,7 +228,8 @@ export class UserCache {
     // the background: a model change must not hold a user's first request for minutes.
     admitUnits(state, snapshot.units.map((unit) => ({ record: unit.record, vector: this.usable(unit) ? unit.vector : null })), { strings: new Map() });
     this.states.set(userId, state);
-    await this.options.lifecycle.attachIfSearched(state);
+    // A user past the exhaustive limit reads its index now (smaller ones keep none).
+    await this.options.lifecycle.attach(state);
     this.resize(state);
     this.enforceBudget(state);
     this.reembedding.schedule(state);
