@@ -97,11 +97,11 @@ export async function measureAdd(server: ServerProcess, client: LoopbackClient, 
   }
   progress(`Add: ${bodies.length} requests x 20 messages, ${ADD_CLIENTS} clients`);
   const cpu = startCpuWatch(server);
-  const threadsBefore = threadCpuSeconds(server.pid);
+  const threadsBefore = threadCpuSeconds(server.pids());
   let next = 0;
   const load = await runLoad({ client, path: '/add', concurrency: ADD_CLIENTS, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
   const share = cpu();
-  const threads = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pid), load.ok * 20, serverEncoderThreads());
+  const threads = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pids()), load.ok * 20, serverEncoderThreads());
   const messagesPerS = round((load.ok * 20) / load.elapsed_s, 1);
   const cpuMsPerMessage = cpuMsPer(share, load.elapsed_s, load.ok * 20);
   progress(`Add: ${messagesPerS} messages/s, p50 ${load.latency_ms.p50} ms, errors ${load.errors} (${cpuText(share)})`);
@@ -112,45 +112,48 @@ export async function measureAdd(server: ServerProcess, client: LoopbackClient, 
 /** Linux reports thread CPU time in USER_HZ ticks, 100 a second on every mainstream build. */
 const TICKS_PER_SECOND = 100;
 
-/** CPU seconds of each of a process's threads (/proc/<pid>/task), by thread id, with the thread's name. */
-export type ThreadTimes = Map<string, { name: string; seconds: number }>;
+/** CPU seconds of each thread of the server's processes (/proc/<pid>/task), by process and thread id, with the thread's name. */
+export type ThreadTimes = Map<string, { name: string; main: boolean; seconds: number }>;
 
-export function threadCpuSeconds(pid: number): ThreadTimes {
-  const threads = new Map<string, { name: string; seconds: number }>();
-  let tids: string[] = [];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return threads;
-  }
-  for (const tid of tids) {
+export function threadCpuSeconds(pids: readonly number[]): ThreadTimes {
+  const threads: ThreadTimes = new Map();
+  for (const pid of pids) {
+    let tids: string[] = [];
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      threads.set(tid, { name, seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND });
+      tids = readdirSync(`/proc/${pid}/task`);
     } catch {
-      // The thread ended meanwhile.
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+        const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        threads.set(`${pid}/${tid}`, { name, main: tid === String(pid), seconds: (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND });
+      } catch {
+        // The thread ended meanwhile.
+      }
     }
   }
   return threads;
 }
 
 /**
- * Where the server's CPU went, per message (or request), by thread: the main thread (HTTP,
- * scoring, indexes), the encoder's threads (the `encoderThreads` busiest workers: one per copy of
- * the model), the libuv pool (file I/O) and the rest (GC, V8).
+ * Where the server's CPU went, per message (or request), by thread: the main threads (HTTP,
+ * scoring, indexes; one per server process, the cluster primary's handing out connections
+ * included), the encoder's threads (the `encoderThreads` busiest workers: one per copy of the
+ * model), the libuv pool (file I/O) and the rest (GC, V8).
  */
 export function threadCpuMsPer(before: ThreadTimes, after: ThreadTimes, count: number, encoderThreads: number) {
-  const used = [...after].map(([tid, thread]) => ({ tid, name: thread.name, seconds: thread.seconds - (before.get(tid)?.seconds ?? 0) }));
-  const main = used.find((thread) => thread.tid === [...after.keys()].sort((a, b) => Number(a) - Number(b))[0]);
+  const used = [...after].map(([id, thread]) => ({ id, name: thread.name, main: thread.main, seconds: thread.seconds - (before.get(id)?.seconds ?? 0) }));
+  const main = used.filter((thread) => thread.main);
   const pool = used.filter((thread) => thread.name.startsWith('libuv-worker'));
-  const others = used.filter((thread) => thread !== main && !pool.includes(thread)).sort((a, b) => b.seconds - a.seconds);
+  const others = used.filter((thread) => !thread.main && !pool.includes(thread)).sort((a, b) => b.seconds - a.seconds);
   const encoders = others.slice(0, encoderThreads);
   const ms = (seconds: number) => round((seconds * 1000) / Math.max(count, 1), 3);
   const sum = (list: typeof used) => list.reduce((total, thread) => total + thread.seconds, 0);
   return {
-    main: ms(main?.seconds ?? 0),
+    main: ms(sum(main)),
     encoder: ms(sum(encoders)),
     file_io_pool: ms(sum(pool)),
     other_threads: ms(sum(others.slice(encoderThreads))),

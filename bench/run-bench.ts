@@ -1,7 +1,7 @@
 /**
  * Load, latency and memory figures of the real server (bench/README.md says what each means).
  *
- *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--profile] [--keep]
+ *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--processes <n>] [--profile] [--keep]
  *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
  *   npm run bench -- --growth [--quick] [same options]   (one user of 10k, 100k, 1M memories: bench/growth.ts)
  *
@@ -27,7 +27,7 @@ import { measureHostileLoad } from './hostile-load.js';
 import { GROWTH_PLANS, GROWTH_SIZES, measureGrowth } from './growth.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
-import { benchPrecision, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision } from './server-encoder.js';
+import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses } from './server-encoder.js';
 import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
 import { ServerProcess, startCpuWatch, waitForFirstAnswer, type CpuShare } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
@@ -116,6 +116,7 @@ async function main(): Promise<void> {
       replicas: { type: 'string' },
       'database-url': { type: 'string' },
       precision: { type: 'string' },
+      processes: { type: 'string' },
       growth: { type: 'boolean', default: false },
     },
   });
@@ -126,6 +127,11 @@ async function main(): Promise<void> {
     const precision = MODEL_PRECISIONS.find((entry) => entry === values.precision);
     if (precision === undefined) throw new Error(`--precision: expected one of ${MODEL_PRECISIONS.join(', ')}, got ${values.precision}`);
     useBenchPrecision(precision);
+  }
+  if (values.processes !== undefined) {
+    const processes = Number(values.processes);
+    if (!Number.isInteger(processes) || processes < 1) throw new Error(`--processes: expected a positive integer, got ${values.processes}`);
+    useBenchProcesses(processes);
   }
   const mode = values.quick ? 'quick' : 'full';
   const plan = PLANS[mode];
@@ -161,13 +167,14 @@ async function main(): Promise<void> {
       load_avg_at_end: os.loadavg().map((value) => round(value, 2)),
     },
     model_precision: benchPrecision(),
+    server_processes: benchProcesses(),
     texts: { source: workload.source, conversations: workload.conversations.length },
   });
 
   try {
     if (replicas !== null) {
       const result = await runReplicaBench({ replicas, databaseUrl: values['database-url'], mode, workload, workDir, nodeArgs, progress, warn });
-      const command = `npm run bench -- --replicas ${replicas}${values['database-url'] ? ' --database-url <url>' : ''}${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const command = `npm run bench -- --replicas ${replicas}${values['database-url'] ? ' --database-url <url>' : ''}${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.processes ? ` --processes ${values.processes}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
       const summary = { bench: 'memorypool-replicas', ...header(command), warnings, ...result };
       await writeFile(path.join(outDir, 'bench-replicas.json'), JSON.stringify(summary, null, 2) + '\n');
       process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
@@ -177,7 +184,7 @@ async function main(): Promise<void> {
     // ---- Growth with one user's size (bench/growth.ts): `--growth` runs it alone, `--quick` its short form at the end.
     if (values.growth) {
       const growth = await measureGrowth({ workDir, workload, sizes: GROWTH_SIZES[mode], plan: GROWTH_PLANS[mode], nodeArgs, progress, warn });
-      const command = `npm run bench -- --growth${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const command = `npm run bench -- --growth${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.processes ? ` --processes ${values.processes}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
       const summary = { bench: 'memorypool-growth', ...header(command), targets: growth!.targets, warnings, growth };
       await writeFile(path.join(outDir, 'bench-growth.json'), JSON.stringify(summary, null, 2) + '\n');
       process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
@@ -309,7 +316,7 @@ async function main(): Promise<void> {
 
     const summary = {
       bench: 'memorypool',
-      ...header(`npm run bench --${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.out ? ` --out ${values.out}` : ''}`),
+      ...header(`npm run bench --${values.quick ? ' --quick' : ''}${values.precision ? ` --precision ${values.precision}` : ''}${values.processes ? ` --processes ${values.processes}` : ''}${values.out ? ` --out ${values.out}` : ''}`),
       targets,
       warnings,
       add: {
@@ -433,10 +440,10 @@ async function measureSearch(server: ServerProcess, client: LoopbackClient, work
     const opening = await runLoad({ client, path: '/search', concurrency: clients, nextBody: counted(clients), check: checkSearch, timeoutMs: 60_000 });
     const connectBurst = { requests: opening.requests, errors: opening.errors, p50_ms: opening.latency_ms.p50, max_ms: opening.latency_ms.max };
     cpu = startCpuWatch(server);
-    const threadsBefore = threadCpuSeconds(server.pid);
+    const threadsBefore = threadCpuSeconds(server.pids());
     const result = await runLoad({ client, path: '/search', concurrency: clients, nextBody: cycle, check: checkSearch, durationMs: plan.searchSeconds * 1000, timeoutMs: 60_000 });
     const share = cpu();
-    const byThread = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pid), result.ok, serverEncoderThreads());
+    const byThread = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pids()), result.ok, serverEncoderThreads());
     concurrent.push({ ...result, cpu: share, server_cpu_ms_per_request: cpuMsPer(share, result.elapsed_s, result.ok), server_cpu_ms_per_request_by_thread: byThread, connect_burst: connectBurst });
     progress(`Search: ${clients} clients ${result.per_s} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}; opening ${clients} connections took up to ${connectBurst.max_ms} ms (${cpuText(share)}; server CPU ms a request by thread ${JSON.stringify(byThread)})`);
   }

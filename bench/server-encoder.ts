@@ -18,6 +18,17 @@ export function benchPrecision(): ModelPrecision {
   return precision;
 }
 
+/** Server processes the bench's servers run (`--processes`; MEMORYPOOL_PROCESSES): the default, one, unless asked. */
+let processes = 1;
+
+export function useBenchProcesses(value: number): void {
+  processes = value;
+}
+
+export function benchProcesses(): number {
+  return processes;
+}
+
 /**
  * The encoder exactly as the server runs it with the bench's environment (every MEMORYPOOL_*
  * variable dropped but the bench's own): its precision and default threads. Constructing it loads
@@ -27,9 +38,12 @@ export function serverEncoder(): OnnxEmbedder {
   return new OnnxEmbedder({ precision, intraOpThreads: DEFAULT_ENCODER_THREADS });
 }
 
-/** Threads the server's encoder runs on (MEMORYPOOL_ENCODER_WORKERS is dropped from its environment: the default). */
+/**
+ * Threads the server's encoder runs on, over all its processes (MEMORYPOOL_ENCODER_WORKERS is
+ * dropped from its environment: the default, which shares the cores out among the processes).
+ */
 export function serverEncoderThreads(): number {
-  return defaultEncoderWorkers();
+  return processes * defaultEncoderWorkers(processes);
 }
 
 /**

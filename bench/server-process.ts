@@ -1,10 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { round, type LoopbackClient } from './http-load.js';
-import { benchPrecision } from './server-encoder.js';
+import { benchPrecision, benchProcesses } from './server-encoder.js';
 
 /**
  * The real server as users run it (`node dist/src/main.js`), on a loopback port and a data
@@ -77,6 +77,7 @@ export class ServerProcess {
       MEMORYPOOL_HOST: '127.0.0.1',
       MEMORYPOOL_LOG_LEVEL: 'warn',
       MEMORYPOOL_MODEL_PRECISION: benchPrecision(),
+      MEMORYPOOL_PROCESSES: String(benchProcesses()),
       ...options.env,
     });
     const spawnedAt = performance.now();
@@ -88,17 +89,35 @@ export class ServerProcess {
     return this.exitInfo === null;
   }
 
-  /** Resident and peak resident memory, from /proc/<pid>/status. */
-  memory(): { rss_mb: number; peak_rss_mb: number; rss_bytes: number } {
-    const status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
-    const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? NaN);
-    const rss = kb('VmRSS');
-    return { rss_mb: round(rss / 1024, 1), peak_rss_mb: round(kb('VmHWM') / 1024, 1), rss_bytes: rss * 1024 };
+  /** The server's process and its children: the server processes under MEMORYPOOL_PROCESSES > 1. */
+  pids(): number[] {
+    return processTree(this.pid);
   }
 
-  /** CPU time the server used so far (all its threads, the encoder's included), in seconds. */
+  /**
+   * Resident and peak resident memory, from /proc/<pid>/status, summed over the server's
+   * processes (the peak summed is an upper bound: the processes need not peak together).
+   */
+  memory(): { rss_mb: number; peak_rss_mb: number; rss_bytes: number } {
+    let rss = 0;
+    let peak = 0;
+    for (const pid of this.pids()) {
+      let status = '';
+      try {
+        status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      } catch {
+        continue; // ended meanwhile
+      }
+      const kb = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? NaN);
+      rss += kb('VmRSS');
+      peak += kb('VmHWM');
+    }
+    return { rss_mb: round(rss / 1024, 1), peak_rss_mb: round(peak / 1024, 1), rss_bytes: rss * 1024 };
+  }
+
+  /** CPU time the server used so far (all its processes and threads, the encoder's included), in seconds. */
   cpuSeconds(): number {
-    return processCpuSeconds(this.pid);
+    return this.pids().reduce((total, pid) => total + processCpuSeconds(pid), 0);
   }
 
   /** Stops every server still running (on a failure or an interrupt of the bench). */
@@ -134,8 +153,34 @@ export function freePort(): Promise<number> {
 /** Linux reports process and machine CPU time in USER_HZ ticks, 100 a second on every mainstream build. */
 const TICKS_PER_SECOND = 100;
 
+/** A process and its descendants, from /proc/<pid>/task/<tid>/children; ones that ended meanwhile are left out. */
+export function processTree(pid: number): number[] {
+  const pids = [pid];
+  for (let i = 0; i < pids.length; i++) {
+    let tids: string[] = [];
+    try {
+      tids = readdirSync(`/proc/${pids[i]}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        for (const child of readFileSync(`/proc/${pids[i]}/task/${tid}/children`, 'utf8').trim().split(' ')) if (child !== '') pids.push(Number(child));
+      } catch {
+        // The thread ended meanwhile.
+      }
+    }
+  }
+  return pids;
+}
+
 function processCpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return 0; // ended meanwhile
+  }
   // Fields after the command name (which may hold spaces) start at ")"; utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;

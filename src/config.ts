@@ -23,9 +23,10 @@ export const DEFAULT_ENCODER_THREADS = 1;
  * Copies of the local encoder, each a single-threaded session on a thread of its own: one per
  * core, so a server under load encodes on every core (issue 20). Capped at 8: past that, more
  * copies add memory (~31 MiB of RSS each with the int8 model) faster than a memory service needs encoders.
+ * With several server processes the cores are shared out among them: one copy per core in all.
  */
-export function defaultEncoderWorkers(): number {
-  return Math.max(1, Math.min(8, os.availableParallelism()));
+export function defaultEncoderWorkers(processes = 1): number {
+  return Math.max(1, Math.min(8, Math.floor(os.availableParallelism() / processes)));
 }
 
 const configSchema = z.object({
@@ -56,8 +57,14 @@ const configSchema = z.object({
   modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
   /** onnxruntime intra-op threads of the local encoder. */
   encoderThreads: z.coerce.number().int().min(1).max(64).default(DEFAULT_ENCODER_THREADS),
-  /** Copies of the local encoder, each on its own thread (default: one per core, at most 8). */
-  encoderWorkers: z.coerce.number().int().min(1).max(64).default(defaultEncoderWorkers),
+  /** Copies of the local encoder, each on its own thread, in each server process (default: the cores shared out among the processes, at most 8). */
+  encoderWorkers: z.coerce.number().int().min(1).max(64).optional(),
+  /**
+   * Server processes sharing the port, each with the whole API on the same data directory or
+   * database (src/server-cluster.ts). 1 (the default) serves from one process; more put HTTP and
+   * scoring on more than one core, each process holding its own cache of the users it serves.
+   */
+  processes: z.coerce.number().int().min(1).max(64).default(1),
   embedderUrl: z.string().url().optional(),
   embedderModel: z.string().min(1).optional(),
   embedderDimensions: z.coerce.number().int().positive().optional(),
@@ -93,7 +100,7 @@ const configSchema = z.object({
   metricsPublic: z.stringbool().default(false),
 });
 
-export type Config = z.infer<typeof configSchema>;
+export type Config = z.infer<typeof configSchema> & { encoderWorkers: number };
 export type ConfigInput = z.input<typeof configSchema>;
 
 const ENV_NAMES: Record<keyof Config, string> = {
@@ -112,6 +119,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   exhaustiveLimit: 'MEMORYPOOL_EXHAUSTIVE_LIMIT',
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   encoderWorkers: 'MEMORYPOOL_ENCODER_WORKERS',
+  processes: 'MEMORYPOOL_PROCESSES',
   embedderUrl: 'MEMORYPOOL_EMBEDDER_URL',
   embedderModel: 'MEMORYPOOL_EMBEDDER_MODEL',
   embedderDimensions: 'MEMORYPOOL_EMBEDDER_DIMENSIONS',
@@ -145,7 +153,7 @@ export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.Process
     const problems = parsed.error.issues.map((issue) => `${ENV_NAMES[issue.path[0] as keyof Config] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
-  return parsed.data;
+  return { ...parsed.data, encoderWorkers: parsed.data.encoderWorkers ?? defaultEncoderWorkers(parsed.data.processes) };
 }
 
 /**

@@ -8,6 +8,7 @@ import { Authenticator } from './http/auth.js';
 import { createLogger, type Logger } from './logger.js';
 import { MemoryService } from './memory/memory-service.js';
 import { takeInLegacyMemories } from './protocol/legacy-take-in.js';
+import { runCluster, runsCluster } from './server-cluster.js';
 
 export interface RunningServer {
   url: string;
@@ -74,6 +75,18 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   return { url, close };
 }
 
+/**
+ * What `npm start` and `memorypool serve` run: one server, or with `processes` > 1 the primary
+ * of that many (server-cluster.ts; each worker comes back here and starts its own server).
+ */
+export async function serve(config: Config): Promise<void> {
+  if (runsCluster(config)) {
+    runCluster(config, createLogger(config.logLevel));
+    return;
+  }
+  await startServer(config, { handleSignals: true });
+}
+
 const RETENTION_SWEEP_MS = 60 * 60 * 1000;
 
 /** Purges memories ingested more than `days` ago: now, then every hour. */
@@ -105,7 +118,7 @@ function invokedDirectly(): boolean {
 }
 
 if (invokedDirectly()) {
-  startServer(loadConfig(), { handleSignals: true }).catch((error: Error) => {
+  serve(loadConfig()).catch((error: Error) => {
     process.stderr.write(`memorypool: ${error.message}\n`);
     process.exit(1);
   });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import os from 'node:os';
 import { loadConfig } from '../src/config.js';
 
 describe('loadConfig: an encoder the user brings', () => {
@@ -14,5 +15,18 @@ describe('loadConfig: an encoder the user brings', () => {
     expect(loadConfig({}, {}).denseWeight).toBeUndefined();
     expect(() => loadConfig({}, { MEMORYPOOL_DENSE_WEIGHT: '1.5' })).toThrow(/MEMORYPOOL_DENSE_WEIGHT/);
     expect(() => loadConfig({}, { MEMORYPOOL_POOLING: 'median' })).toThrow(/MEMORYPOOL_POOLING/);
+  });
+});
+
+describe('loadConfig: server processes and encoder copies', () => {
+  it('runs one process by default, and shares the cores out among the processes for the encoder copies', () => {
+    const cores = os.availableParallelism();
+    expect(loadConfig({}, {})).toMatchObject({ processes: 1, encoderWorkers: Math.max(1, Math.min(8, cores)) });
+    expect(loadConfig({}, { MEMORYPOOL_PROCESSES: String(cores) }).encoderWorkers).toBe(1);
+    // More processes than cores still give each one copy.
+    expect(loadConfig({ processes: String(cores * 3) }, {}).encoderWorkers).toBe(1);
+    // An explicit count wins.
+    expect(loadConfig({}, { MEMORYPOOL_PROCESSES: '2', MEMORYPOOL_ENCODER_WORKERS: '3' })).toMatchObject({ processes: 2, encoderWorkers: 3 });
+    expect(() => loadConfig({}, { MEMORYPOOL_PROCESSES: '0' })).toThrow(/MEMORYPOOL_PROCESSES/);
   });
 });

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { loadConfig, type ConfigInput } from '../config.js';
 import { AppError, createError, isAppError } from '../errors.js';
-import { startServer } from '../main.js';
+import { serve } from '../main.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
 import { openCommandService } from './command-service.js';
@@ -52,11 +52,12 @@ program
   .option('--tokens-file <file>', 'JSON file of tokens scoped to user-id prefixes')
   .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
   .option('--cache-mb <mib>', 'memory budget for the users held in memory (env MEMORYPOOL_CACHE_MB)')
+  .option('--processes <n>', 'server processes sharing the port, to spread HTTP and scoring over the cores (env MEMORYPOOL_PROCESSES, default 1)')
   .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain); needs --tls-key (env MEMORYPOOL_TLS_CERT)')
   .option('--tls-key <file>', 'the PEM private key for --tls-cert (env MEMORYPOOL_TLS_KEY)')
-  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string; tlsCert?: string; tlsKey?: string }) => {
-    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb, tlsCert: options.tlsCert, tlsKey: options.tlsKey });
-    await startServer(config, { handleSignals: true });
+  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string; processes?: string; tlsCert?: string; tlsKey?: string }) => {
+    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb, processes: options.processes, tlsCert: options.tlsCert, tlsKey: options.tlsKey });
+    await serve(config);
   });
 
 /** `--meta key=value`, repeatable: the pairs collected in order. */

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BatchObserver } from '../embedding/embedder.js';
 import type { MemoryService } from '../memory/memory-service.js';
+import { clusterMetricsText, isClusterWorker, shareMetrics } from '../server-cluster.js';
 
 /**
  * The Prometheus figures at GET /metrics. Labels are bounded: the route's pattern (never the
@@ -51,8 +52,9 @@ export class ServiceMetrics {
     // From the store's pool-wide counts (one query on PostgreSQL, known or cached per user for
     // JSONL), not from /mem/stats' per-user figures: a scrape every few seconds must not read
     // every user's rows or files.
-    new Gauge({ name: 'memorypool_memories', help: 'Memories held', registers, collect: async function () { this.set(await service.memoryCount()); } });
-    new Gauge({ name: 'memorypool_users', help: 'Users with memories', registers, collect: async function () { this.set(await service.userCount()); } });
+    // Every server process counts the same pool: summed over processes they would count it N times.
+    new Gauge({ name: 'memorypool_memories', help: 'Memories held', registers, aggregator: 'first', collect: async function () { this.set(await service.memoryCount()); } });
+    new Gauge({ name: 'memorypool_users', help: 'Users with memories', registers, aggregator: 'first', collect: async function () { this.set(await service.userCount()); } });
     new Gauge({
       name: 'memorypool_index_rebuilds_in_progress',
       help: "Users whose HNSW index is still being read or rebuilt (their searches score exhaustively meanwhile)",
@@ -64,10 +66,16 @@ export class ServiceMetrics {
     // The encoder's figures exist only where its calls are pooled (the ONNX and HTTP embedders,
     // behind the query-vector cache, which passes the observer on).
     service.embedder.observeBatches?.(encoderCalls);
+    if (isClusterWorker()) shareMetrics([processMetrics(), this.registry]);
   }
 
-  /** The Prometheus text: the process defaults, then this app's figures. */
+  /**
+   * The Prometheus text: the process defaults, then this app's figures. Under several server
+   * processes, every process's figures summed (the primary asks each): a scrape reaches one of
+   * them, and must not see a different share of the traffic each time.
+   */
   async text(): Promise<string> {
+    if (isClusterWorker()) return clusterMetricsText();
     return (await processMetrics().metrics()) + '\n' + (await this.registry.metrics());
   }
 

@@ -1,6 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors.js';
+import { ClusterRateStore, isClusterWorker } from '../server-cluster.js';
 
 /**
  * Optional per-token request limits for deployments exposed beyond loopback: at most `max`
@@ -23,6 +24,8 @@ export async function registerRateLimit(app: FastifyInstance, options: RateLimit
     max: options.max,
     timeWindow: options.windowMs,
     keyGenerator: rateLimitKey,
+    // Under several server processes the counts live in the primary: the limit is per token, not per process.
+    ...(isClusterWorker() ? { store: ClusterRateStore } : {}),
     allowList: (request) => request.routeOptions.url === '/health',
     errorResponseBuilder: (_request, context) =>
       createError('RATE_LIMITED', `Rate limit exceeded: at most ${context.max} requests per ${context.after} for this token; retry in ${Math.ceil(context.ttl / 1000)} s`),
