@@ -29,6 +29,7 @@ import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses } from './server-encoder.js';
 import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
+import { defaultEncoderWorkers } from '../src/config.js';
 import { ServerProcess, startCpuWatch, waitForFirstAnswer, type CpuShare } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
 
@@ -213,6 +214,7 @@ async function main(): Promise<void> {
     const encoderAfter = await measureEncoder(encoderStack, encoderBodies, plan.encoderPerAddRequests, progress);
     await encoderStack.close();
     const search = await measureSearch(server, client, workload, plan);
+    const searchProcesses = await measureSearchProcesses(serviceDir, nodeArgs, plan, search);
     const freshness = await measureFreshnessCheck(serviceDir, search.users.map((user) => user.user_id), search.sequential.latency_ms.p50, plan.freshnessChecks);
     progress(`freshness check: ${freshness.mean_us} µs a cached user (p50 of batches ${freshness.p50_us} µs), ${round(freshness.ratio_to_cached_search * 100, 2)}% of a cached Search (p50 ${freshness.search_p50_ms} ms)`);
     const appendLock = await measureAppendLock(path.join(workDir, 'append-lock'), plan.freshnessChecks / 25);
@@ -245,6 +247,7 @@ async function main(): Promise<void> {
     const addRatio = add.messages_per_s / encoder.messages_per_s;
     const errors = add.load.errors + search.ingest_errors + search.warmup.errors + search.sequential.errors +
       search.concurrent.reduce((sum, phase) => sum + phase.errors + phase.connect_burst.errors, 0) +
+      (searchProcesses?.concurrent ?? []).reduce((sum, phase) => sum + phase.errors + phase.connect_burst.errors, 0) +
       scale.reduce((sum, entry) => sum + entry.search_errors, 0);
     const single = search.sequential.latency_ms.p50;
     const encodeP50 = encodeAlone.latency_ms.p50;
@@ -268,6 +271,22 @@ async function main(): Promise<void> {
         serverCores >= 0.9 * cores,
         `${at32} req/s, ${serverEncoderThreads()} encoder threads; the bench's own clients took ${searchAt32?.cpu.bench_cores ?? NaN} cores and everything else ${searchAt32?.cpu.other_cores ?? NaN}; server CPU ms a Search by thread ${JSON.stringify(searchAt32?.server_cpu_ms_per_request_by_thread ?? {})}`,
       ),
+      ...(searchProcesses
+        ? (() => {
+            const at32Processes = searchProcesses.concurrent.find((phase) => phase.concurrency === 32);
+            const processCores = at32Processes?.cpu.server_cores ?? NaN;
+            return [
+              target(
+                'search_32_clients_cores_processes',
+                `the same with MEMORYPOOL_PROCESSES=${searchProcesses.processes}: server CPU at 32 Search clients >= 90% of the ${cores} cores`,
+                round(processCores, 2),
+                'cores',
+                processCores >= 0.9 * cores,
+                `${at32Processes?.per_s ?? NaN} req/s against ${at32} with one process; the bench's own clients took ${at32Processes?.cpu.bench_cores ?? NaN} cores and everything else ${at32Processes?.cpu.other_cores ?? NaN}; server CPU ms a Search by thread ${JSON.stringify(at32Processes?.server_cpu_ms_per_request_by_thread ?? {})}`,
+              ),
+            ];
+          })()
+        : []),
       target(
         'search_cpu_vs_encoder_cpu',
         'server CPU per Search at 32 clients <= 1.5 x the encoder\'s CPU per query alone + 0.5 ms',
@@ -335,7 +354,9 @@ async function main(): Promise<void> {
         server_rss_mb_after: add.rss_mb,
       },
       encoder,
-      search: { ...search, sequential_queries: search.sequential_queries.length, encode_alone: encodeAlone, server_rss_mb_after: serviceMemory.rss_mb },
+      search: { ...search, next: undefined, counted: undefined, sequential_queries: search.sequential_queries.length, encode_alone: encodeAlone, server_rss_mb_after: serviceMemory.rss_mb },
+      /** The same concurrent Searches served by one process per core (null on one core or under --processes). */
+      search_processes: searchProcesses,
       freshness_check: freshness,
       append_lock: appendLock,
       hostile,
@@ -433,20 +454,7 @@ async function measureSearch(server: ServerProcess, client: LoopbackClient, work
   const sequentialCpu = cpu();
   progress(`Search: 1 client ${sequential.per_s} req/s, p50 ${sequential.latency_ms.p50} ms, p95 ${sequential.latency_ms.p95} ms (${cpuText(sequentialCpu)})`);
 
-  const concurrent: Array<LoadResult & { cpu: CpuShare; server_cpu_ms_per_request: number; server_cpu_ms_per_request_by_thread: ReturnType<typeof threadCpuMsPer>; connect_burst: ConnectBurst }> = [];
-  for (const clients of SEARCH_CLIENTS) {
-    // One request per client first, not counted: it opens the connections. While the encoder holds
-    // the event loop, a burst of new connections waits seconds to be accepted (kept as a figure).
-    const opening = await runLoad({ client, path: '/search', concurrency: clients, nextBody: counted(clients), check: checkSearch, timeoutMs: 60_000 });
-    const connectBurst = { requests: opening.requests, errors: opening.errors, p50_ms: opening.latency_ms.p50, max_ms: opening.latency_ms.max };
-    cpu = startCpuWatch(server);
-    const threadsBefore = threadCpuSeconds(server.pids());
-    const result = await runLoad({ client, path: '/search', concurrency: clients, nextBody: cycle, check: checkSearch, durationMs: plan.searchSeconds * 1000, timeoutMs: 60_000 });
-    const share = cpu();
-    const byThread = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pids()), result.ok, serverEncoderThreads());
-    concurrent.push({ ...result, cpu: share, server_cpu_ms_per_request: cpuMsPer(share, result.elapsed_s, result.ok), server_cpu_ms_per_request_by_thread: byThread, connect_burst: connectBurst });
-    progress(`Search: ${clients} clients ${result.per_s} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}; opening ${clients} connections took up to ${connectBurst.max_ms} ms (${cpuText(share)}; server CPU ms a request by thread ${JSON.stringify(byThread)})`);
-  }
+  const concurrent = await measureConcurrentSearch(server, client, counted, cycle, serverEncoderThreads(), plan.searchSeconds);
   return {
     top_k: TOP_K,
     users: users.map(({ userId }, i) => ({ user_id: userId, memories: memories[i] })),
@@ -458,7 +466,54 @@ async function measureSearch(server: ServerProcess, client: LoopbackClient, work
     /** The queries of the sequential phase, in order: the encoding-alone figure encodes the same ones. */
     sequential_queries: sequentialQueries,
     concurrent,
+    /** The phase's query stream, where it left off (reworded past the first pass): for more Search phases on the same users. */
+    next: cycle,
+    counted,
   };
+}
+
+type ConcurrentSearch = LoadResult & { cpu: CpuShare; server_cpu_ms_per_request: number; server_cpu_ms_per_request_by_thread: ReturnType<typeof threadCpuMsPer>; connect_burst: ConnectBurst };
+
+/** Search at each of SEARCH_CLIENTS concurrent clients, with the server's CPU by thread. */
+async function measureConcurrentSearch(server: ServerProcess, client: LoopbackClient, counted: (count: number) => () => SearchBody | undefined, cycle: () => SearchBody, encoderThreads: number, seconds: number, label = 'Search'): Promise<ConcurrentSearch[]> {
+  const concurrent: ConcurrentSearch[] = [];
+  for (const clients of SEARCH_CLIENTS) {
+    // One request per client first, not counted: it opens the connections. While the encoder holds
+    // the event loop, a burst of new connections waits seconds to be accepted (kept as a figure).
+    const opening = await runLoad({ client, path: '/search', concurrency: clients, nextBody: counted(clients), check: checkSearch, timeoutMs: 60_000 });
+    const connectBurst = { requests: opening.requests, errors: opening.errors, p50_ms: opening.latency_ms.p50, max_ms: opening.latency_ms.max };
+    const cpu = startCpuWatch(server);
+    const threadsBefore = threadCpuSeconds(server.pids());
+    const result = await runLoad({ client, path: '/search', concurrency: clients, nextBody: cycle, check: checkSearch, durationMs: seconds * 1000, timeoutMs: 60_000 });
+    const share = cpu();
+    const byThread = threadCpuMsPer(threadsBefore, threadCpuSeconds(server.pids()), result.ok, encoderThreads);
+    concurrent.push({ ...result, cpu: share, server_cpu_ms_per_request: cpuMsPer(share, result.elapsed_s, result.ok), server_cpu_ms_per_request_by_thread: byThread, connect_burst: connectBurst });
+    progress(`${label}: ${clients} clients ${result.per_s} req/s, p50 ${result.latency_ms.p50} ms, p99 ${result.latency_ms.p99} ms, errors ${result.errors}; opening ${clients} connections took up to ${connectBurst.max_ms} ms (${cpuText(share)}; server CPU ms a request by thread ${JSON.stringify(byThread)})`);
+  }
+  return concurrent;
+}
+
+/**
+ * The same concurrent Searches on the same users, served by one server process per core
+ * (MEMORYPOOL_PROCESSES, README "Every core") on the same data directory: what the main thread's
+ * limit costs, in this run. Skipped on one core, or when the whole bench already runs several.
+ */
+async function measureSearchProcesses(dataDir: string, nodeArgs: string[], plan: Plan, search: { next: () => SearchBody; counted: (count: number) => () => SearchBody | undefined }) {
+  const processes = os.availableParallelism();
+  if (processes < 2 || benchProcesses() > 1) return null;
+  const server = await ServerProcess.start({ dataDir, nodeArgs, env: { MEMORYPOOL_PROCESSES: String(processes) } });
+  const client = new LoopbackClient(server.url, 256);
+  try {
+    const startMs = await waitForFirstAnswer(server, client, () => ({ query: 'warm-up', user_id: 'nobody', top_k: 1 }), 120_000, () => true);
+    // Every process loads the users on its first request for them: warm them all up first, not counted.
+    await runLoad({ client, path: '/search', concurrency: 32, nextBody: search.counted(256), check: checkSearch, timeoutMs: 60_000 });
+    const concurrent = await measureConcurrentSearch(server, client, search.counted, search.next, processes * defaultEncoderWorkers(processes), plan.searchSeconds, `Search, ${processes} server processes`);
+    const memory = server.memory();
+    return { processes, start_ms: startMs, concurrent, rss_mb: memory.rss_mb };
+  } finally {
+    client.close();
+    await server.stop();
+  }
 }
 
 /**
