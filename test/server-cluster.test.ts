@@ -4,6 +4,7 @@ import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { register, tempDir } from './helper.js';
+import { freshDatabase } from './support/postgres.js';
 import { freePort, projectRoot, sleep, startServerProcess, type ServerProcess } from './durability/server-process.js';
 
 /**
@@ -72,6 +73,16 @@ describe('several server processes on one port', () => {
 
     expect(await server.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
     expect(server.logs().filter((record) => record.msg === 'memorypool stopped')).toHaveLength(2);
+  });
+
+  it('serves a PostgreSQL pool the same way: each process sees what another acknowledged', async () => {
+    const server = await startCluster({ MEMORYPOOL_DATABASE_URL: await freshDatabase() });
+    for (let i = 0; i < 4; i++) {
+      expect((await fresh(server.url, 'POST', '/add', addBody(i))).status).toBe(200);
+      const found = await fresh(server.url, 'POST', '/search', { user_id: 'cluster-u', query: 'lighthouse seashell', top_k: 100 });
+      expect(found.body.data).toHaveLength(i + 1);
+    }
+    expect(await server.stop('SIGTERM', 15_000)).toEqual({ code: 0, signal: null });
   });
 
   it("serves /metrics summed over the processes, the pool's counts taken once", async () => {
