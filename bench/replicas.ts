@@ -205,8 +205,8 @@ class Replica {
 
   /** Whether the replica holds the user in its cache (its background loading may have taken it). */
   async cached(userId: string): Promise<boolean> {
-    const stats = JSON.parse((await this.client.get('/mem/stats', 120_000)).text) as { per_user?: Array<{ user_id: string; index: { loaded: boolean } }> };
-    return stats.per_user?.find((entry) => entry.user_id === userId)?.index.loaded ?? false;
+    const stats = JSON.parse((await this.client.get('/mem/stats', 120_000)).text) as { per_user?: Array<{ user_id: string; cached: boolean }> };
+    return stats.per_user?.find((entry) => entry.user_id === userId)?.cached ?? false;
   }
 
   async counts(userIds: readonly string[]): Promise<Array<number | null>> {

@@ -88,6 +88,8 @@ export interface PoolStats {
     count: number;
     sessions: number;
     bytes_on_disk: number;
+    /** Whether this process holds the user in memory (its cache; with several processes or replicas, each its own). */
+    cached: boolean;
     /** `graph`: whether the user keeps an HNSW graph (only past the exhaustive limit); `complete`: it holds every memory (always, for a user that keeps none). */
     index: { graph: boolean; loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
   }>;
@@ -549,6 +551,7 @@ export class MemoryService {
         user_id: userId,
         ...figures,
         bytes_on_disk: await this.store.storedBytes(userId),
+        cached: cached !== null,
         index: indexStats(cached, figures.count > this.weights.exhaustiveLimit),
       });
     }

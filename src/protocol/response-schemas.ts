@@ -74,6 +74,7 @@ export const poolStatsSchema = z
         count: z.number().int(),
         sessions: z.number().int(),
         bytes_on_disk: z.number().int(),
+        cached: z.boolean().meta({ description: 'Whether the process that answered holds the user in memory' }),
         index: z.object({ graph: z.boolean(), loaded: z.boolean(), vectors: z.number().int(), complete: z.boolean(), pending_flush: z.boolean() }),
       }),
     ),

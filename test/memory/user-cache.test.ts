@@ -37,6 +37,10 @@ describe('the per-user cache', () => {
     const stats = await service.stats();
     expect(stats.users).toBe(30);
     expect(stats.count).toBe(600);
+    // Each user says whether this process holds it: as many as the cache holds, the last searched among them.
+    expect(stats.per_user.filter((entry) => entry.cached)).toHaveLength(service.cacheStats().users);
+    expect(stats.per_user.find((entry) => entry.user_id === 'u29')?.cached).toBe(true);
+    expect(stats.per_user.find((entry) => entry.user_id === 'u0')?.cached).toBe(false);
     // A repeat of an Add whose user was evicted is still recognised.
     expect(await service.addConversation(add('u0', 'r0', ['a different body']))).toEqual({ stored: false, units: 0 });
   });
