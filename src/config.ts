@@ -63,8 +63,12 @@ const configSchema = z.object({
    * Server processes sharing the port, each with the whole API on the same data directory or
    * database (src/server-cluster.ts). 1 (the default) serves from one process; more put HTTP and
    * scoring on more than one core, each process holding its own cache of the users it serves.
+   * `auto`: one per core.
    */
-  processes: z.coerce.number().int().min(1).max(64).default(1),
+  processes: z
+    .union([z.literal('auto'), z.coerce.number().int().min(1).max(64)])
+    .default(1)
+    .transform((value) => (value === 'auto' ? os.availableParallelism() : value)),
   embedderUrl: z.string().url().optional(),
   embedderModel: z.string().min(1).optional(),
   embedderDimensions: z.coerce.number().int().positive().optional(),

@@ -28,5 +28,6 @@ describe('loadConfig: server processes and encoder copies', () => {
     // An explicit count wins.
     expect(loadConfig({}, { MEMORYPOOL_PROCESSES: '2', MEMORYPOOL_ENCODER_WORKERS: '3' })).toMatchObject({ processes: 2, encoderWorkers: 3 });
     expect(() => loadConfig({}, { MEMORYPOOL_PROCESSES: '0' })).toThrow(/MEMORYPOOL_PROCESSES/);
+    expect(loadConfig({}, { MEMORYPOOL_PROCESSES: 'auto' })).toMatchObject({ processes: cores, encoderWorkers: 1 });
   });
 });

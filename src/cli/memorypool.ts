@@ -52,7 +52,7 @@ program
   .option('--tokens-file <file>', 'JSON file of tokens scoped to user-id prefixes')
   .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
   .option('--cache-mb <mib>', 'memory budget for the users held in memory (env MEMORYPOOL_CACHE_MB)')
-  .option('--processes <n>', 'server processes sharing the port, to spread HTTP and scoring over the cores (env MEMORYPOOL_PROCESSES, default 1)')
+  .option('--processes <n>', 'server processes sharing the port, to spread HTTP and scoring over the cores; auto: one per core (env MEMORYPOOL_PROCESSES, default 1)')
   .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain); needs --tls-key (env MEMORYPOOL_TLS_CERT)')
   .option('--tls-key <file>', 'the PEM private key for --tls-cert (env MEMORYPOOL_TLS_KEY)')
   .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string; processes?: string; tlsCert?: string; tlsKey?: string }) => {
