@@ -37,6 +37,8 @@ export interface BenchQuestion {
   evidenceTurns: string[];
   /** Session keys holding the answer (LongMemEval's answer_session_ids; derived for LoCoMo). */
   evidenceSessions: string[];
+  /** What cross-validation folds over (default: `userId`); `mergeUsers` keeps the original user here. */
+  foldGroup?: string;
 }
 
 export interface CategorySpec {
@@ -83,6 +85,38 @@ export function limitBenchmark(benchmark: Benchmark, limit: number | undefined):
     ...benchmark,
     questions,
     users: benchmark.users.filter((user) => askedUsers.has(user.userId)),
+  };
+}
+
+/**
+ * Every user's sessions as one user's (`--one-user`): the history of an agent that has worked with
+ * everyone, or a team's shared memory. Each question is asked of that user, its evidence still the
+ * turns of its own conversation, now among every other conversation's: recall of a user past the
+ * exhaustive limit, which no dev user reaches alone. Ids are prefixed with the original user so
+ * they stay unique; folds stay over the original users.
+ */
+export function mergeUsers(benchmark: Benchmark, userId = 'one-user'): Benchmark {
+  const prefix = (user: string, id: string) => `${user}/${id}`;
+  const sessions = benchmark.users.flatMap((user) =>
+    user.sessions.map((session) => ({
+      sessionId: prefix(user.userId, session.sessionId),
+      sessionKey: prefix(user.userId, session.sessionKey),
+      turns: session.turns.map((turn) => ({ ...turn, turnId: prefix(user.userId, turn.turnId) })),
+    })),
+  );
+  const questions = benchmark.questions.map((question) => ({
+    ...question,
+    userId,
+    evidenceTurns: question.evidenceTurns.map((turn) => prefix(question.userId, turn)),
+    evidenceSessions: question.evidenceSessions.map((session) => prefix(question.userId, session)),
+    foldGroup: question.foldGroup ?? question.userId,
+  }));
+  const turns = sessions.reduce((sum, session) => sum + session.turns.length, 0);
+  return {
+    ...benchmark,
+    users: [{ userId, sessions }],
+    questions,
+    notes: [...benchmark.notes, `every conversation stored as one user's (--one-user): ${benchmark.users.length} users' ${turns} turns`],
   };
 }
 

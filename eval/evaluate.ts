@@ -7,7 +7,7 @@ import type { Embedder } from '../src/embedding/embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
 import { PostgresStore } from '../src/store/postgres-store.js';
-import { limitBenchmark, sessionKeyOfTurn, type BenchQuestion, type Benchmark, type BenchmarkName } from './benchmark.js';
+import { limitBenchmark, mergeUsers, sessionKeyOfTurn, type BenchQuestion, type Benchmark, type BenchmarkName } from './benchmark.js';
 import { loadLocomo } from './datasets/locomo.js';
 import { loadLongMemEval } from './datasets/longmemeval.js';
 import { scoreQuestion, summarizeLatency, type QuestionScore } from './metrics.js';
@@ -48,9 +48,24 @@ export interface EvalOptions {
   databaseUrl?: string;
   /** Send every message without its timestamp (see `planAdds`). */
   noTimestamps?: boolean;
+  /** Store every conversation as one user's (`mergeUsers`). */
+  oneUser?: boolean;
+  /** The in-process service's exhaustive limit (users past it keep a graph and take candidates); default the service's. */
+  exhaustiveLimit?: number;
   log?: (line: string) => void;
   /** No progress bars (tests). */
   quiet?: boolean;
+}
+
+/** The benchmark as a run asks it: limited to its first questions, every user merged into one when asked. */
+export async function benchmarkOf(options: { benchmark: BenchmarkName; data: string; limit?: number; oneUser?: boolean }): Promise<Benchmark> {
+  const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
+  return options.oneUser ? mergeUsers(benchmark) : benchmark;
+}
+
+/** The in-process service's weights that change what it keeps (a graph per user past the limit). */
+export function serviceWeightsOf(options: { exhaustiveLimit?: number }): { exhaustiveLimit: number } | undefined {
+  return options.exhaustiveLimit === undefined ? undefined : { exhaustiveLimit: options.exhaustiveLimit };
 }
 
 export interface EvalOutput {
@@ -67,7 +82,7 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const progress: ProgressFactory = (label, total, unit) => new Progress(label, total, unit, options.quiet ? null : process.stderr);
   const started = Date.now();
-  const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
+  const benchmark = await benchmarkOf(options);
   const adds = benchmark.users.flatMap((user) => planAdds(user, undefined, !options.noTimestamps));
   if (options.noTimestamps) log('every message is sent without its timestamp');
   const dataset = summarizeDataset(benchmark, adds.length);
@@ -124,7 +139,7 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const store = options.databaseUrl === undefined ? undefined : new PostgresStore({ url: options.databaseUrl, logger: silentLogger() });
-  const service = await MemoryService.open({ dataDir, store, embedder, preload: false, indexFlushDelayMs: 0 });
+  const service = await MemoryService.open({ dataDir, store, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
   const systems: SystemResult[] = [];
   const questionScores: EvalOutput['questionScores'] = [];
   let ingest: IngestSummary;

@@ -33,6 +33,8 @@ interface CliOptions {
   dataDir?: string;
   databaseUrl?: string;
   timestamps: boolean;
+  oneUser?: boolean;
+  exhaustiveLimit?: number;
 }
 
 /** The embedder of an in-process run: a brought model (--model-dir) gets its prefixes. */
@@ -45,6 +47,15 @@ function positiveInt(value: string): number {
   if (!Number.isInteger(parsed) || parsed <= 0) throw new InvalidArgumentError('expected a positive integer');
   return parsed;
 }
+
+function nonNegativeInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 0) throw new InvalidArgumentError('expected an integer >= 0');
+  return parsed;
+}
+
+const ONE_USER_HELP = "store every conversation as one user's and ask each question of it (recall of a user past the exhaustive limit; folds stay over the conversations)";
+const EXHAUSTIVE_LIMIT_HELP = 'the in-process service keeps an HNSW graph for users past this many memories and takes candidates from it (default the service\'s, 20000; 0: every user)';
 
 function list(value: string): string[] {
   return value.split(',').map((part) => part.trim()).filter(Boolean);
@@ -89,6 +100,8 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     dataDir: options.dataDir,
     databaseUrl: options.databaseUrl,
     noTimestamps: !options.timestamps,
+    oneUser: options.oneUser,
+    exhaustiveLimit: options.exhaustiveLimit,
   });
 
   await mkdir(options.out, { recursive: true });
@@ -133,6 +146,8 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--data-dir <dir>', 'use and keep this service data directory; a rerun with the same data and embedder skips the embedding (for tuning searches, not for timing ingest)')
     .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')
     .option('--no-timestamps', 'send every message without its timestamp, as a client may (use a data directory of its own)')
+    .option('--one-user', ONE_USER_HELP)
+    .option('--exhaustive-limit <n>', EXHAUSTIVE_LIMIT_HELP, nonNegativeInt)
     .action((options: CliOptions) => run(name, options));
 }
 
@@ -152,6 +167,8 @@ interface TuneCliOptions {
   queryPrefix?: string;
   documentPrefix?: string;
   timestamps: boolean;
+  oneUser?: boolean;
+  exhaustiveLimit?: number;
 }
 
 async function runTune(benchmark: string, options: TuneCliOptions): Promise<void> {
@@ -167,6 +184,8 @@ async function runTune(benchmark: string, options: TuneCliOptions): Promise<void
     makeEmbedder: () => localEmbedder(options),
     command: commandLine(process.argv.slice(2)),
     noTimestamps: !options.timestamps,
+    oneUser: options.oneUser,
+    exhaustiveLimit: options.exhaustiveLimit,
   });
   await mkdir(options.out, { recursive: true });
   const files = { results: join(options.out, 'tune.json'), report: join(options.out, 'tune.md') };
@@ -201,6 +220,8 @@ program
   .option('--document-prefix <text>', 'put before each stored text (e5: "passage: ")')
   .addOption(new Option('--precision <build>', 'build of the local model for the onnx embedder (default: the service default); use the one the data directory was embedded with').choices(['fp32', 'int8']))
   .option('--no-timestamps', 'send every message without its timestamp (use a data directory of its own)')
+  .option('--one-user', ONE_USER_HELP)
+  .option('--exhaustive-limit <n>', EXHAUSTIVE_LIMIT_HELP, nonNegativeInt)
   .action((benchmark: string, options: TuneCliOptions) => runTune(benchmark, options));
 
 program.parseAsync(process.argv).catch((error: unknown) => {

@@ -4,9 +4,9 @@ import type { Embedder } from '../src/embedding/embedder.js';
 import { QueryVectorCache } from '../src/embedding/query-vector-cache.js';
 import { MemoryService } from '../src/memory/memory-service.js';
 import { profileWeights, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
-import { limitBenchmark, sessionKeyOfTurn, type BenchmarkName } from './benchmark.js';
+import { sessionKeyOfTurn, type BenchmarkName } from './benchmark.js';
 import { assignFolds, crossValidate, expandGrid, type FoldResult, type Grid } from './cross-validate.js';
-import { ingestAll, loadBenchmark, SEARCH_CONCURRENCY, TOP_K, type ProgressFactory } from './evaluate.js';
+import { benchmarkOf, ingestAll, SEARCH_CONCURRENCY, serviceWeightsOf, TOP_K, type ProgressFactory } from './evaluate.js';
 import { scoreQuestion, WORD_BUDGETS, type MetricSet, type QuestionScore } from './metrics.js';
 import { mapConcurrent } from './pool.js';
 import { planAdds } from './replay-plan.js';
@@ -30,6 +30,10 @@ export interface TuneOptions {
   command: string;
   /** Send every message without its timestamp (see `planAdds`). */
   noTimestamps?: boolean;
+  /** Store every conversation as one user's (`mergeUsers`); folds stay over the original users. */
+  oneUser?: boolean;
+  /** The service's exhaustive limit: 0 keeps every user's graph, so grid points can compare candidate pools. */
+  exhaustiveLimit?: number;
   log?: (line: string) => void;
   quiet?: boolean;
 }
@@ -67,7 +71,7 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const progress: ProgressFactory = (label, total, unit) => new Progress(label, total, unit, options.quiet ? null : process.stderr);
   const started = Date.now();
-  const benchmark = limitBenchmark(await loadBenchmark(options.benchmark, options.data), options.limit);
+  const benchmark = await benchmarkOf(options);
   const adds = benchmark.users.flatMap((user) => planAdds(user, undefined, !options.noTimestamps));
   const points = expandGrid(options.grid, profileWeights('platform'));
   log(`${benchmark.name}: ${benchmark.users.length} users, ${benchmark.questions.length} questions; ${points.length} grid points, ${options.folds} folds`);
@@ -76,7 +80,7 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   await mkdir(options.dataDir, { recursive: true });
   // The grid searches each question once per point: its query vector is encoded once, and kept.
   const embedder = new QueryVectorCache(options.makeEmbedder(), { maxEntries: Infinity, maxTextChars: Infinity });
-  const service = await MemoryService.open({ dataDir: options.dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
+  const service = await MemoryService.open({ dataDir: options.dataDir, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
   const scores: QuestionScore[][] = [];
   try {
     const target = new ServiceTarget(service, adds);
@@ -98,8 +102,9 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
     await embedder.close();
   }
 
-  const foldOfUser = assignFolds(benchmark.users.map((user) => user.userId), options.folds);
-  const foldOf = benchmark.questions.map((question) => foldOfUser.get(question.userId) ?? 0);
+  const groupOf = (question: (typeof benchmark.questions)[number]) => question.foldGroup ?? question.userId;
+  const foldOfUser = assignFolds(benchmark.questions.map(groupOf), options.folds);
+  const foldOf = benchmark.questions.map((question) => foldOfUser.get(groupOf(question)) ?? 0);
   const objective = headlineRecallAt10(benchmark.categories);
   const cv = crossValidate(scores, foldOf, objective);
   const summary = (perQuestion: readonly QuestionScore[]) => {

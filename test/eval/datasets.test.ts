@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { limitBenchmark } from '../../eval/benchmark.js';
+import { limitBenchmark, mergeUsers, type Benchmark } from '../../eval/benchmark.js';
 import { loadLocomo, locomoTurnContent, parseLocomoDate, parseLocomoEvidence } from '../../eval/datasets/locomo.js';
 import { loadLongMemEval, parseLongMemEvalDate } from '../../eval/datasets/longmemeval.js';
 
@@ -120,5 +120,36 @@ describe('loaders on hand-made files', () => {
       ['s1~2', 's1'],
     ]);
     expect(benchmark.skipped[0].count).toBe(1);
+  });
+});
+
+describe('mergeUsers (--one-user)', () => {
+  const benchmark: Benchmark = {
+    name: 'locomo',
+    users: ['a', 'b'].map((userId) => ({
+      userId,
+      sessions: [{ sessionId: 'session_1', sessionKey: 'session_1', turns: [{ turnId: 'D1:1', role: userId.toUpperCase(), content: `hello from ${userId}` }] }],
+    })),
+    questions: ['a', 'b'].map((userId) => ({ questionId: `${userId}#0`, userId, query: 'who said hello?', category: '1', evidenceTurns: ['D1:1'], evidenceSessions: ['session_1'] })),
+    categories: [{ id: '1', label: 'one', headline: true }],
+    headlineLabel: 'all',
+    skipped: [],
+    notes: [],
+  };
+
+  it("stores every user's sessions as one user's, each question's evidence still its own conversation's turns", () => {
+    const merged = mergeUsers(benchmark);
+    expect(merged.users).toHaveLength(1);
+    const [user] = merged.users;
+    expect(user.sessions.map((session) => session.sessionId)).toEqual(['a/session_1', 'b/session_1']);
+    expect(user.sessions.flatMap((session) => session.turns.map((turn) => turn.turnId))).toEqual(['a/D1:1', 'b/D1:1']);
+    expect(merged.questions.map((q) => [q.userId, q.evidenceTurns, q.evidenceSessions, q.foldGroup])).toEqual([
+      [user.userId, ['a/D1:1'], ['a/session_1'], 'a'],
+      [user.userId, ['b/D1:1'], ['b/session_1'], 'b'],
+    ]);
+    // The evidence ids name turns of the merged user.
+    const turnIds = new Set(user.sessions.flatMap((session) => session.turns.map((turn) => turn.turnId)));
+    expect(merged.questions.every((q) => q.evidenceTurns.every((turn) => turnIds.has(turn)))).toBe(true);
+    expect(benchmark.users).toHaveLength(2); // the input is left as it was
   });
 });
