@@ -66,8 +66,8 @@ export interface RetrievalWeights {
   /**
    * Candidates taken from each list (BM25, HNSW) for users above `exhaustiveLimit`, before their
    * session neighbours join them. 300, not the 1,000 it was: on the dev sets stored as one user
-   * each (`npm run eval -- tune … --one-user --exhaustive-limit 0`, LoCoMo ~4,700 memories,
-   * LongMemEval-S ~20,000) R@10 is the same at 300 as at 1,000 (80.3 and 66.9; exhaustive scoring
+   * each (`npm run eval -- tune … --one-user --exhaustive-limit 0`, LoCoMo ~4,800 memories,
+   * LongMemEval-S ~55,000) R@10 is the same at 300 as at 1,000 (80.3 and 66.9; exhaustive scoring
    * 80.5 and 66.9) and R@50 too, where 200 starts to lose (LongMemEval R@50 89.7 → 86.4); and a
    * Search of a 100k-memory user takes a third of the time (p50 33 → 11 ms: eval/README.md, "Large users").
    */
