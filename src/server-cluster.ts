@@ -23,6 +23,10 @@ import type { Logger } from './logger.js';
  * serves it.
  */
 
+/** A process that dies within this of its start is replaced only after RESTART_PAUSE_MS. */
+const RAPID_DEATH_MS = 10_000;
+const RESTART_PAUSE_MS = 1_000;
+
 /** Set in each worker's environment: the worker belongs to a memorypool primary that answers it. */
 const WORKER_ENV = 'MEMORYPOOL_CLUSTER_WORKER';
 const METRICS = 'memorypool:metrics';
@@ -64,12 +68,13 @@ export function runCluster(config: Config, logger: Logger): void {
   const LocalStore = require('@fastify/rate-limit/store/LocalStore.js') as new (continueExceeding: boolean, exponentialBackoff: boolean, cache?: number) => RateStore;
   const rates = new LocalStore(false, false);
   const listened = new WeakSet<Worker>();
+  const forkedAt = new WeakMap<Worker, number>();
   let announced = false;
   let stopping = false;
   let failed = false;
 
   const fork = (): void => {
-    cluster.fork({ [WORKER_ENV]: '1' });
+    forkedAt.set(cluster.fork({ [WORKER_ENV]: '1' }), Date.now());
   };
 
   cluster.on('listening', (worker, address: Address) => {
@@ -93,7 +98,14 @@ export function runCluster(config: Config, logger: Logger): void {
       return;
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'a server process died: starting another');
-    fork();
+    // One that dies soon after its start waits a moment: a crash loop must not take the cores the others serve on.
+    const lived = Date.now() - (forkedAt.get(worker) ?? 0);
+    if (lived < RAPID_DEATH_MS) {
+      setTimeout(() => {
+        if (!stopping) fork();
+      }, RESTART_PAUSE_MS);
+    }
+    else fork();
   });
 
   cluster.on('message', (worker, message: PrimaryRequest) => {
