@@ -527,7 +527,7 @@ export class JsonlStore {
       const lineStart = start;
       start = end + 1;
       if (end === lineStart) continue;
-      const key = indexIn(content, VEC_KEY, lineStart, end);
+      const key = recordVecKey(content, lineStart, end);
       const close = key === -1 ? -1 : indexIn(content, 0x22, key + VEC_KEY.length, end);
       const line = close === -1 || close >= end ? content.toString('utf8', lineStart, end) : content.toString('utf8', lineStart, key) + content.toString('utf8', close + 1, end);
       if (line.trim() === '') continue;
@@ -955,11 +955,40 @@ function stringEnd(content: Buffer, from: number, end: number): number {
 
 /** The line [start, end) as text without its `vec` member; null when that member is not where it should be. */
 function cutVector(content: Buffer, start: number, end: number): string | null {
-  const key = indexIn(content, VEC_KEY, start, end);
+  const key = recordVecKey(content, start, end);
   if (key === -1 || key >= end) return null;
   const close = indexIn(content, 0x22, key + VEC_KEY.length, end);
   if (close === -1 || close >= end) return null;
   return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
+}
+
+/**
+ * Where the record's own `vec` member starts in the line [start, end) (its leading comma), or -1.
+ * A metadata key named `vec` holds the same bytes one level deeper: it is the user's value, not a
+ * vector, and must stay in the record (a record stored without a vector would otherwise have it
+ * cut out and decoded as its vector).
+ */
+function recordVecKey(content: Buffer, start: number, end: number): number {
+  for (let key = indexIn(content, VEC_KEY, start, end); key !== -1; key = indexIn(content, VEC_KEY, key + 1, end)) {
+    if (nestingAt(content, start, key) === 1) return key;
+  }
+  return -1;
+}
+
+/** How deep in objects and arrays the byte at `at` is, counted from the line's start; -1 inside a string. */
+function nestingAt(content: Buffer, start: number, at: number): number {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < at; i++) {
+    const byte = content[i];
+    if (inString) {
+      if (byte === 0x5c) i++;
+      else if (byte === 0x22) inString = false;
+    } else if (byte === 0x22) inString = true;
+    else if (byte === 0x7b || byte === 0x5b) depth++;
+    else if (byte === 0x7d || byte === 0x5d) depth--;
+  }
+  return inString ? -1 : depth;
 }
 
 /** Bytes a search looks at per call (see `indexIn`). */

@@ -185,6 +185,25 @@ describe('the vector sidecar of the JSONL store', () => {
     expect(await readdir(store.userDir('u'))).not.toContain(VECTOR_SIDECAR_FILE);
   });
 
+  it("keeps a metadata key named vec as the user's value, with or without the record's own vector, on every load path", async () => {
+    const { store } = await openStore();
+    // A string of exactly a vector's base64 length: the case that could be taken for a vector.
+    const lookalike = encodeVector(vectorOf(99));
+    // Not the first key, so that its bytes are those of the record's own member: `,"vec":"`.
+    const { vec: _vec, ...bare } = record(3, 'u', { metadata: { note: 'no vector', vec: lookalike } });
+    await store.append('u', [...records(0, 3), bare, record(4, 'u', { metadata: { note: 'both', vec: lookalike } }), ...records(5, 10)]);
+    for (let load = 0; load < 2; load++) {
+      // The first load decodes the lines (no sidecar yet), the second reads through a sidecar when one was written.
+      const loaded = await store.loadUnits('u');
+      await store.sidecarsSettled();
+      expect(loaded.records[3].metadata).toEqual({ note: 'no vector', vec: lookalike });
+      expect(loaded.vectors[3]).toBeNull();
+      expect(loaded.records[4].metadata).toEqual({ note: 'both', vec: lookalike });
+      expect([...loaded.vectors[4]!]).toEqual([...vectorOf(4)]);
+      expect(loaded.records.every((r) => r.vec === undefined)).toBe(true);
+    }
+  });
+
   it('a deleted user stays deleted although its sidecar was being written', async () => {
     const { store } = await openStore();
     await store.append('u', records(0, 10));
