@@ -8,7 +8,7 @@ import { Authenticator } from './http/auth.js';
 import { createLogger, type Logger } from './logger.js';
 import { MemoryService } from './memory/memory-service.js';
 import { takeInLegacyMemories } from './protocol/legacy-take-in.js';
-import { runCluster, runsCluster } from './server-cluster.js';
+import { runCluster, runsCluster, sweepsRetention } from './server-cluster.js';
 
 export interface RunningServer {
   url: string;
@@ -42,7 +42,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
     logger.warn({ host: config.host }, 'no token configured and listening beyond loopback: anyone who can reach this port can read and write memories (set MEMORYPOOL_TOKEN)');
   }
 
-  const retention = config.retentionDays === undefined ? null : startRetention(service, config.retentionDays, logger);
+  const retention = config.retentionDays === undefined || !sweepsRetention() ? null : startRetention(service, config.retentionDays, logger);
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {

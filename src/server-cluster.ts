@@ -29,11 +29,17 @@ const RESTART_PAUSE_MS = 1_000;
 
 /** Set in each worker's environment: the worker belongs to a memorypool primary that answers it. */
 const WORKER_ENV = 'MEMORYPOOL_CLUSTER_WORKER';
+const SWEEPER_ENV = 'MEMORYPOOL_CLUSTER_SWEEPER';
 const METRICS = 'memorypool:metrics';
 const RATE = 'memorypool:rate';
 
 export function isClusterWorker(): boolean {
   return cluster.isWorker && process.env[WORKER_ENV] === '1';
+}
+
+/** Whether this process runs the retention sweep: any server of its own, one of a cluster's. */
+export function sweepsRetention(): boolean {
+  return !isClusterWorker() || process.env[SWEEPER_ENV] === '1';
 }
 
 /** Whether this process should be the primary of `config.processes` server processes. */
@@ -73,8 +79,12 @@ export function runCluster(config: Config, logger: Logger): void {
   let stopping = false;
   let failed = false;
 
-  const fork = (): void => {
-    forkedAt.set(cluster.fork({ [WORKER_ENV]: '1' }), Date.now());
+  // One process sweeps MEMORYPOOL_RETENTION_DAYS (each would purge the same memories every hour); its replacement takes over.
+  let sweeper: Worker | null = null;
+  const fork = (sweeps = false): void => {
+    const worker = cluster.fork({ [WORKER_ENV]: '1', [SWEEPER_ENV]: sweeps ? '1' : '0' });
+    forkedAt.set(worker, Date.now());
+    if (sweeps) sweeper = worker;
   };
 
   cluster.on('listening', (worker, address: Address) => {
@@ -100,12 +110,12 @@ export function runCluster(config: Config, logger: Logger): void {
     logger.error({ pid: worker.process.pid, code, signal }, 'a server process died: starting another');
     // One that dies soon after its start waits a moment: a crash loop must not take the cores the others serve on.
     const lived = Date.now() - (forkedAt.get(worker) ?? 0);
+    const sweeps = worker === sweeper;
     if (lived < RAPID_DEATH_MS) {
       setTimeout(() => {
-        if (!stopping) fork();
+        if (!stopping) fork(sweeps);
       }, RESTART_PAUSE_MS);
-    }
-    else fork();
+    } else fork(sweeps);
   });
 
   cluster.on('message', (worker, message: PrimaryRequest) => {
@@ -134,7 +144,7 @@ export function runCluster(config: Config, logger: Logger): void {
       stopAll(false);
     });
   }
-  for (let i = 0; i < config.processes; i++) fork();
+  for (let i = 0; i < config.processes; i++) fork(i === 0);
 }
 
 function reply(worker: Worker, message: PrimaryReply): void {
