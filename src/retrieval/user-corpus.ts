@@ -225,8 +225,8 @@ export class UserCorpus {
    * objects per unit. Dense scores come from the codes from then on, for every unit alike (a
    * ranking must not depend on which units the graph holds yet); a unit keeps its float vector
    * only until the graph has taken it (`indexPending`), so the graph is built from exact vectors.
-   * Only users that keep a graph take this: past the exhaustive limit the candidates' dense
-   * scores decide less (the graph and BM25 chose them), and those users are the memory's bulk.
+   * Only users that keep a graph take this: they are the memory's bulk, their graph keeps a float
+   * copy of its own, and the dev sets' recall with every user on that path held (bench/HISTORY.md).
    */
   compactVectors(dimensions: number): void {
     if (this.slab) return;
