@@ -35,7 +35,9 @@ const FLUSH_FAILED = 'index cache flush failed; it is rebuilt from the stored ve
  * search a graph, and keeping theirs current cost an Add about half of its main-thread work (an
  * index created per new user, ~3 ms, and an insert per memory, ~0.13 ms, against ~0.54 ms of the
  * thread's work per message in all: bench/HISTORY.md, issue 20). A user that grows past the limit
- * gets its graph then, filled in the background while its searches stay exhaustive.
+ * gets its graph then, filled in the background while its searches stay exhaustive. With its graph
+ * a user holds its vectors as int8 codes (`UserCorpus.compactVectors`): the graph has its own float
+ * copy, and the codes cost a quarter of the floats they replace.
  */
 export class IndexLifecycle {
   private readonly options: IndexLifecycleOptions;

@@ -447,14 +447,28 @@ export class MemoryService {
   async exportRecords(userId: string): Promise<PortableRecord[]> {
     const state = await this.existingUser(userId);
     if (!state) return [];
+    const exact = state.corpus.vectorsCompact ? await this.storedVectors(userId) : null;
     const out: PortableRecord[] = [];
     for (const record of inStoredOrder(state)) {
       const history = (record.version ?? 1) > 1 ? await this.store.history(userId, record.id) : [];
-      // A unit waiting to be re-embedded goes without a vector: the importing pool embeds it.
-      const vector = state.corpus.vectorOf(record.seq);
+      // A unit waiting to be re-embedded goes without a vector: the importing pool embeds it. So
+      // does one the store no longer holds (deleted since): its import embeds it again.
+      const vector = exact ? exact.get(record.seq) : state.corpus.vectorOf(record.seq);
       out.push({ ...publicMemory(record), ...(history.length > 0 ? { history } : {}), ...(vector ? { vec: encodeVector(vector), model: record.model } : {}) });
     }
     return out;
+  }
+
+  /**
+   * The user's exact vectors by seq, read from the store: a user that keeps a graph holds only
+   * int8 codes in memory (`UserCorpus.compactVectors`), and an export must carry what the store has.
+   */
+  private async storedVectors(userId: string): Promise<Map<number, Float32Array>> {
+    const vectors = new Map<number, Float32Array>();
+    for (const { record, vector } of (await this.store.load(userId)).units) {
+      if (vector && record.model === this.embedder.modelId) vectors.set(record.seq, vector);
+    }
+    return vectors;
   }
 
   /**

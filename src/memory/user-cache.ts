@@ -172,7 +172,9 @@ export class UserCache {
     const units = state.records.size;
     const vectorBytes = this.options.dimensions * 4;
     const graph = state.corpus.vectors ? state.corpus.vectors.size * (vectorBytes + GRAPH_ENTRY_BYTES) : 0;
-    return USER_OVERHEAD_BYTES + state.textChars * 6 + units * (vectorBytes + UNIT_OVERHEAD_BYTES) + graph;
+    // A user that keeps a graph holds int8 codes and a float32 scale per unit (UserCorpus.compactVectors).
+    const unitVectorBytes = state.corpus.vectorsCompact ? this.options.dimensions + 4 : vectorBytes;
+    return USER_OVERHEAD_BYTES + state.textChars * 6 + units * (unitVectorBytes + UNIT_OVERHEAD_BYTES) + graph;
   }
 
   /** Whether the loaded users fill the budget (a background load stops there). */

@@ -18,6 +18,7 @@ import {
   type ScoreExplanation,
   type ScoreTerm,
 } from './fuse-scores.js';
+import { Int8VectorSlab } from './int8-vector-slab.js';
 import type { RetrievalWeights } from './retrieval-config.js';
 import type { TimePeriod } from './time-cues.js';
 import { VectorIndex } from './vector-index.js';
@@ -28,6 +29,8 @@ export interface CorpusUnit {
   /**
    * The unit's vector by the current encoder; null while it waits to be re-embedded after a model
    * change (its stored vector is another model's, which must never meet this model's queries).
+   * A corpus holding its vectors compactly (see `UserCorpus.compactVectors`) takes it into its
+   * slab and lets it go once the HNSW graph has its copy: read vectors through the corpus.
    */
   vector: Float32Array | null;
   /** Index terms of the unit's lexical text (analyzer output). */
@@ -145,6 +148,8 @@ interface SlotLayout {
   catchUpTurn: Uint8Array;
   /** Units of the same `textKey` share an id. */
   text: Int32Array;
+  /** The unit's row in the corpus's int8 slab (-1: none); unused while the corpus holds floats. */
+  row: Int32Array;
   textCount: number;
   /** The ids given so far, kept so an append gives a new unit the id its key already has. */
   messageIds: Map<string, number>;
@@ -161,6 +166,8 @@ interface UnitLinks {
   nextTurn: CorpusUnit | null;
   /** v·p with the previous unit's vector, for the context blend. */
   selfDotPrevious: number | undefined;
+  /** The unit's row in the int8 slab once the corpus holds its vectors compactly; -1 before, or without a vector. */
+  row: number;
 }
 
 /**
@@ -180,6 +187,11 @@ export class UserCorpus {
   private readonly unindexed = new Set<number>();
   /** Units without a vector of the current model (re-embedding in the background). */
   private readonly unembedded = new Set<number>();
+  /**
+   * The units' vectors as int8 codes, once the user keeps an HNSW graph (see `compactVectors`);
+   * null while each unit holds its Float32Array (users scored exhaustively, bit for bit as before).
+   */
+  private slab: Int8VectorSlab | null = null;
 
   /** The HNSW index, once attached: users scored exhaustively need it only when they are written to. */
   get vectors(): VectorIndex | null {
@@ -193,12 +205,36 @@ export class UserCorpus {
 
   /**
    * Attaches an HNSW index, fresh or read from its cache: labels of units that are gone are
-   * marked deleted, and units it lacks wait in `unindexed` for `indexPending`.
+   * marked deleted, and units it lacks wait in `unindexed` for `indexPending`. A user that keeps a
+   * graph holds its vectors compactly from then on (`compactVectors`).
    */
   attachVectorIndex(index: VectorIndex): void {
     for (const label of index.labels()) if (!this.links.has(label)) index.markDeletedOnLoad(label);
     for (const seq of this.links.keys()) if (!index.has(seq) && !this.unembedded.has(seq)) this.unindexed.add(seq);
     this.vectorIndex = index;
+    this.compactVectors(index.dimensions);
+  }
+
+  /** Whether the units' vectors are held as int8 codes (see `compactVectors`). */
+  get vectorsCompact(): boolean {
+    return this.slab !== null;
+  }
+
+  /**
+   * Moves every unit's vector into an int8 slab: a quarter of the bytes, and no typed-array
+   * objects per unit. Dense scores come from the codes from then on, for every unit alike (a
+   * ranking must not depend on which units the graph holds yet); a unit keeps its float vector
+   * only until the graph has taken it (`indexPending`), so the graph is built from exact vectors.
+   * Only users that keep a graph take this: they are the memory's bulk, their graph keeps a float
+   * copy of its own, and the dev sets' recall with every user on that path held (bench/HISTORY.md).
+   */
+  compactVectors(dimensions: number): void {
+    if (this.slab) return;
+    this.layout = null;
+    this.slab = new Int8VectorSlab(dimensions, this.links.size);
+    for (const link of this.links.values()) this.takeIntoSlab(link);
+    // The context blend's dots, from the codes as every later one is.
+    for (const link of this.links.values()) link.selfDotPrevious = link.previous ? this.dotOfUnits(link.unit, link.previous) : undefined;
   }
 
   /** How many units wait for a vector of the current model. */
@@ -222,10 +258,11 @@ export class UserCorpus {
       if (!link || !this.unembedded.delete(seq)) continue;
       link.unit.vector = vector;
       if (this.vectorIndex) this.unindexed.add(seq);
+      this.takeIntoSlab(link);
     }
     // The previous-turn dots of the updated units and of the units after them.
     for (const link of this.links.values()) {
-      if (link.previous && link.selfDotPrevious === undefined) link.selfDotPrevious = dotOfUnits(link.unit, link.previous);
+      if (link.previous && link.selfDotPrevious === undefined) link.selfDotPrevious = this.dotOfUnits(link.unit, link.previous);
     }
   }
 
@@ -246,8 +283,15 @@ export class UserCorpus {
     return this.links.has(seq);
   }
 
+  /**
+   * The unit's vector as search scores it: held compactly, the codes' vector (a fresh array, the
+   * same whether or not the graph has taken the float yet); the exact one is the store's.
+   */
   vectorOf(seq: number): Float32Array | undefined {
-    return this.links.get(seq)?.unit.vector ?? undefined;
+    const link = this.links.get(seq);
+    if (!link) return undefined;
+    if (this.slab) return link.row >= 0 ? this.slab.vector(link.row) : undefined;
+    return link.unit.vector ?? undefined;
   }
 
   /**
@@ -264,13 +308,15 @@ export class UserCorpus {
         this.remove(unit.seq);
         appendOnly = false;
       }
-      this.links.set(unit.seq, { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined });
+      const link: UnitLinks = { unit, previous: null, next: null, previousTurn: null, nextTurn: null, selfDotPrevious: undefined, row: -1 };
+      this.links.set(unit.seq, link);
       this.lexical.add(unit.seq, unit.terms);
       if (unit.vector === null) this.unembedded.add(unit.seq);
       else if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
         if (deferIndex || this.unindexed.size > 0) this.unindexed.add(unit.seq);
         else this.vectorIndex.add(unit.seq, unit.vector);
       }
+      this.takeIntoSlab(link);
       if (unit.speaker) this.speakerCounts.set(unit.speaker, (this.speakerCounts.get(unit.speaker) ?? 0) + 1);
       if (unit.timeMs > this.newestTime) this.newestTime = unit.timeMs;
       if (unit.sessionId !== null) {
@@ -284,21 +330,41 @@ export class UserCorpus {
     if (appendOnly && before !== null) this.layout = this.extendLayout(before, units, touchedSessions);
   }
 
-  /** Lets the HNSW index go (its file stays current on disk); search stays exhaustive. */
+  /** Lets the HNSW index go (its file stays current on disk); search stays exhaustive (from the codes, if compact). */
   detachVectorIndex(): void {
     this.vectorIndex = null;
+    const waiting = [...this.unindexed];
     this.unindexed.clear();
+    for (const seq of waiting) {
+      const link = this.links.get(seq);
+      if (link) this.takeIntoSlab(link);
+    }
   }
 
   /** Moves up to `count` deferred vectors into the HNSW index; returns how many remain. */
   indexPending(count: number): number {
     for (const seq of this.unindexed) {
       if (count-- <= 0) break;
-      const vector = this.links.get(seq)?.unit.vector;
-      if (vector && this.vectorIndex) this.vectorIndex.add(seq, vector);
+      const link = this.links.get(seq);
       this.unindexed.delete(seq);
+      if (!link) continue;
+      const vector = link.unit.vector ?? (this.slab && link.row >= 0 ? this.slab.vector(link.row) : null);
+      if (vector && this.vectorIndex) this.vectorIndex.add(seq, vector);
+      this.takeIntoSlab(link);
     }
     return this.unindexed.size;
+  }
+
+  /**
+   * Held compactly: gives the unit its row (from its float vector) if it has none, and drops the
+   * float once no graph insert waits for it. Holding floats: nothing.
+   */
+  private takeIntoSlab(link: UnitLinks): void {
+    if (!this.slab) return;
+    const { unit } = link;
+    if (unit.vector === null) return;
+    if (link.row < 0) link.row = this.slab.put(unit.vector);
+    if (!this.unindexed.has(unit.seq)) unit.vector = null;
   }
 
   remove(seq: number): void {
@@ -307,6 +373,7 @@ export class UserCorpus {
     this.layout = null;
     const { unit } = link;
     this.links.delete(seq);
+    if (this.slab && link.row >= 0) this.slab.release(link.row);
     this.lexical.remove(seq);
     this.vectorIndex?.remove(seq);
     this.unindexed.delete(seq);
@@ -530,9 +597,10 @@ export class UserCorpus {
     return next;
   }
 
-  /** A slot's neighbours and previous-unit dot, from `links`. */
+  /** A slot's neighbours, previous-unit dot and slab row, from `links`. */
   private linkSlot(layout: SlotLayout, slot: number): void {
     const link = this.links.get(layout.units[slot].seq)!;
+    layout.row[slot] = link.row;
     const slotOf = (unit: CorpusUnit | null): number => (unit === null ? -1 : (layout.slotOfSeq.get(unit.seq) ?? -1));
     layout.previous[slot] = slotOf(link.previous);
     layout.next[slot] = slotOf(link.next);
@@ -627,22 +695,22 @@ export class UserCorpus {
         // A few candidates among many units: their dots by position, two at a time, and those of
         // previous units outside them by slot; never an array of every unit's.
         const own = new Float64Array(count);
-        dotsInto(vector, candidates, layout.units, own);
+        this.queryDots(vector, candidates, layout, own);
         const others = new Map<number, number>();
         dotOf = (slot) => {
           const at = position(slot);
           if (at >= 0) return own[at];
           let value = others.get(slot);
-          if (value === undefined) others.set(slot, (value = dot(vector, layout.units[slot].vector!)));
+          if (value === undefined) others.set(slot, (value = this.queryDot(vector, slot, layout)));
           return value;
         };
       } else {
         const queryDot = new Float64Array(layout.units.length);
-        if (count === layout.units.length) dotsInto(vector, null, layout.units, queryDot);
+        if (count === layout.units.length) this.queryDots(vector, null, layout, queryDot);
         else queryDot.fill(Number.NaN);
         dotOf = (slot) => {
           let value = queryDot[slot];
-          if (Number.isNaN(value)) queryDot[slot] = value = dot(vector, layout.units[slot].vector!);
+          if (Number.isNaN(value)) queryDot[slot] = value = this.queryDot(vector, slot, layout);
           return value;
         };
       }
@@ -663,6 +731,28 @@ export class UserCorpus {
     return dense;
   }
 
+  /** q·v for the units of `slots` (null: every slot) into `out`, from the floats or the int8 codes. */
+  private queryDots(query: Float32Array, slots: Int32Array | null, layout: SlotLayout, out: Float64Array): void {
+    if (!this.slab) return dotsInto(query, slots, layout.units, out);
+    const count = slots ? slots.length : layout.units.length;
+    const rows = slots ? new Int32Array(count) : layout.row.subarray(0, count);
+    if (slots) for (let k = 0; k < count; k++) rows[k] = layout.row[slots[k]];
+    this.slab.dotsInto(query, rows, out);
+  }
+
+  /** q·v for one slot's unit (every unit has its vector when the dense half is on: `usableWeights`). */
+  private queryDot(query: Float32Array, slot: number, layout: SlotLayout): number {
+    return this.slab ? this.slab.dot(query, layout.row[slot]) : dot(query, layout.units[slot].vector!);
+  }
+
+  /** v·p of two units' vectors; undefined while either waits for its vector. */
+  private dotOfUnits(a: CorpusUnit, b: CorpusUnit): number | undefined {
+    if (!this.slab) return a.vector && b.vector ? dot(a.vector, b.vector) : undefined;
+    const rowA = this.links.get(a.seq)?.row ?? -1;
+    const rowB = this.links.get(b.seq)?.row ?? -1;
+    return rowA >= 0 && rowB >= 0 ? this.slab.dotRows(rowA, rowB) : undefined;
+  }
+
   private relink(sessionId: string): void {
     const session = this.sessions.get(sessionId);
     if (!session) return;
@@ -673,7 +763,7 @@ export class UserCorpus {
       if (!link) continue;
       const previous = i > 0 ? session[i - 1] : null;
       const next = i + 1 < session.length ? session[i + 1] : null;
-      if (link.previous !== previous) link.selfDotPrevious = previous ? dotOfUnits(link.unit, previous) : undefined;
+      if (link.previous !== previous) link.selfDotPrevious = previous ? this.dotOfUnits(link.unit, previous) : undefined;
       link.previous = previous;
       link.next = next;
       if (previous && !sameMessage(previous, link.unit)) previousTurn = previous;
@@ -696,11 +786,6 @@ export class UserCorpus {
  */
 const SPARSE_SHARE = 8;
 
-/** v·p of two units' vectors; undefined while either waits for its vector. */
-function dotOfUnits(a: CorpusUnit, b: CorpusUnit): number | undefined {
-  return a.vector && b.vector ? dot(a.vector, b.vector) : undefined;
-}
-
 function sameMessage(a: CorpusUnit, b: CorpusUnit): boolean {
   return a.messageKey !== null && a.messageKey === b.messageKey;
 }
@@ -719,6 +804,7 @@ function emptyLayout(capacity: number): SlotLayout {
     messageCount: 0,
     catchUpTurn: new Uint8Array(0),
     text: new Int32Array(0),
+    row: new Int32Array(0),
     textCount: 0,
     messageIds: new Map(),
     textIds: new Map(),
@@ -747,6 +833,7 @@ function grow(layout: SlotLayout, wanted: number): void {
   layout.message = widened(layout.message, (n) => new Int32Array(n));
   layout.catchUpTurn = widened(layout.catchUpTurn, (n) => new Uint8Array(n));
   layout.text = widened(layout.text, (n) => new Int32Array(n));
+  layout.row = widened(layout.row, (n) => new Int32Array(n));
 }
 
 /** Gives a unit the next slot, with its message and text ids (a key seen before keeps its id). */

@@ -2,6 +2,7 @@ import { appendFile, readdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
+import { decodeVector } from '../../src/store/stored-record.js';
 import { openService, tempDir } from '../helper.js';
 
 const conversation = (requestId: string, userId: string, texts: string[], sessionId = 's1') => ({
@@ -180,6 +181,19 @@ describe('MemoryService', () => {
 });
 
 describe('MemoryService lifecycle', () => {
+  it('exports the stored vectors exactly for a user that keeps a graph (it holds int8 codes in memory)', async () => {
+    const dataDir = await tempDir();
+    const floats = await openService({ dataDir, embedder: new HashEmbedder({ dimensions: 32 }) });
+    await floats.addConversation(conversation('r1', 'conv', ['pottery on Sunday', 'the cafe downtown', 'a violin lesson']));
+    const exact = await floats.exportRecords('conv');
+    await floats.close();
+    const graph = await openService({ dataDir, embedder: new HashEmbedder({ dimensions: 32 }), weights: { exhaustiveLimit: 0 } });
+    await graph.indexesReady();
+    expect((await graph.exportUnits('conv')).map((unit) => unit.vector)).not.toEqual(exact.map((record) => decodeVector(record.vec!)));
+    expect(await graph.exportRecords('conv')).toEqual(exact);
+    await graph.close();
+  });
+
   it('exports and re-imports memories, skipping ids already present and re-embedding for another model', async () => {
     const source = await openService({ embedder: new HashEmbedder({ dimensions: 32 }) });
     await source.addConversation(conversation('r1', 'conv', ['pottery on Sunday', 'the cafe downtown']));

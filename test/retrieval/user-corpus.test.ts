@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analyze } from '../../src/retrieval/analyzer.js';
-import { applyTerms, contextCosine, minMaxNormalize } from '../../src/retrieval/fuse-scores.js';
+import { applyTerms, contextCosine, minMaxNormalize, type ScoreExplanation } from '../../src/retrieval/fuse-scores.js';
 import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../src/retrieval/retrieval-config.js';
 import { UserCorpus, type CorpusQuery, type CorpusUnit } from '../../src/retrieval/user-corpus.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
@@ -414,3 +414,71 @@ describe('UserCorpus with units waiting for a vector of the current model (re-em
     expect(ranked.find((r) => r.seq === 7)!.score).toBeCloseTo(0.5);
   });
 });
+
+describe('UserCorpus holding its vectors compactly (a user that keeps a graph)', () => {
+  /** Deterministic pseudo-random unit vectors, so that the codes are not exact. */
+  function spread(seed: number): Float32Array {
+    const raw = Array.from({ length: DIM }, (_, i) => Math.sin((seed + 1) * (i + 3) * 1.7));
+    const norm = Math.hypot(...raw);
+    return Float32Array.from(raw, (x) => x / norm);
+  }
+  const units = () => Array.from({ length: 40 }, (_, seq) => unit(seq, `note ${seq % 5} about ${seq % 3 ? 'tea' : 'coffee'}`, { vector: spread(seq), sessionId: `s${seq % 4}` }));
+  const hybrid = resolveWeights({ ...DEFAULT_RETRIEVAL_WEIGHTS, contextWeight: 0.3 });
+  const denseTerm = (explanation: ScoreExplanation | undefined) => explanation!.terms.find((term) => term.term === 'dense')?.value ?? 0;
+
+  it('takes the vectors into the slab on attach, keeping a float only until the graph has it', () => {
+    const given = units();
+    const corpus = new UserCorpus();
+    corpus.add(given);
+    expect(corpus.vectorsCompact).toBe(false);
+    corpus.attachVectorIndex(VectorIndex.create(DIM));
+    expect(corpus.vectorsCompact).toBe(true);
+    // Every unit waits for the fresh graph: each keeps its float for its insert.
+    expect(given.every((entry) => entry.vector !== null)).toBe(true);
+    corpus.indexPending(10);
+    expect(given.filter((entry) => entry.vector === null)).toHaveLength(10);
+    corpus.indexPending(100);
+    expect(given.every((entry) => entry.vector === null)).toBe(true);
+    const back = corpus.vectorOf(7)!;
+    for (let i = 0; i < DIM; i++) expect(back[i]).toBeCloseTo(spread(7)[i], 2);
+    // Added once the graph is complete: inserted at once, then held as codes only.
+    const late = unit(40, 'late note', { vector: spread(40) });
+    corpus.add([late]);
+    expect(late.vector).toBeNull();
+    expect(corpus.vectors!.has(40)).toBe(true);
+  });
+
+  it('scores dense terms within 10⁻² of the floats, and alike whether or not the graph holds a unit yet', () => {
+    const floats = new UserCorpus();
+    floats.add(units());
+    const compact = new UserCorpus();
+    compact.add(units());
+    compact.attachVectorIndex(VectorIndex.create(DIM));
+    const q: CorpusQuery = { ...query('tea'), main: { terms: analyze('tea'), vector: spread(99) }, explain: true };
+    const during = compact.search(q, hybrid, 40);
+    compact.indexPending(100);
+    expect(compact.search(q, hybrid, 40)).toEqual(during);
+    const exact = new Map(floats.search(q, hybrid, 40).map((r) => [r.seq, denseTerm(r.explanation)]));
+    for (const r of during) expect(Math.abs(denseTerm(r.explanation) - exact.get(r.seq)!)).toBeLessThan(1e-2);
+  });
+
+  it('gives a removed unit’s row to the next one, and re-embedded units their codes', () => {
+    const corpus = corpusWithIndex();
+    corpus.add(units());
+    corpus.remove(3);
+    corpus.add([unit(50, 'new note', { vector: spread(50) }), unit(51, 'waits for its vector', { vector: null })]);
+    for (const seq of [2, 4, 50]) expect(plainCosine(corpus.vectorOf(seq)!, spread(seq))).toBeGreaterThan(0.999);
+    expect(corpus.vectorOf(3)).toBeUndefined();
+    expect(corpus.vectorOf(51)).toBeUndefined();
+    corpus.setVectors([{ seq: 51, vector: spread(51) }]);
+    expect(plainCosine(corpus.vectorOf(51)!, spread(51))).toBeGreaterThan(0.999);
+    const q: CorpusQuery = { ...query('nothing'), main: { terms: [], vector: spread(51) } };
+    expect(corpus.search(q, resolveWeights({ ...lexicalOnly, denseWeight: 1, contextWeight: 0 }), 1)[0].seq).toBe(51);
+  });
+});
+
+function plainCosine(a: Float32Array, b: Float32Array): number {
+  let dot = 0;
+  for (let i = 0; i < a.length; i++) dot += a[i] * b[i];
+  return dot / (Math.hypot(...a) * Math.hypot(...b));
+}
