@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
-import { readVectorIndexCache, writeVectorIndexCache, type CachedVectorIndex } from '../../src/store/vector-index-cache.js';
+import { readVectorIndexCache, VECTOR_INDEX_FILE, writeVectorIndexCache, type CachedVectorIndex } from '../../src/store/vector-index-cache.js';
 import { tempDir } from '../helper.js';
 
 describe('vector index cache', () => {
@@ -41,5 +41,19 @@ describe('vector index cache', () => {
     await writeVectorIndexCache(store, 'gone', (temp) => writeFile(temp, 'graph'), { model: 'm', dimensions: 8, analyzer: 'a', complete: true, max_seq: 0 });
     expect(await store.listUsers()).toEqual([]);
     expect((await readVectorIndexCache(store, 'gone')).status).toBe('missing');
+  });
+
+  it('renames no graph staged (outside the cache lock) for a user deleted before the rename', async () => {
+    const dataDir = await tempDir();
+    const store = new JsonlStore(dataDir, silentLogger());
+    await store.init();
+    await store.append('u', [{ id: 'm0', user_id: 'u', text: 'x', tags: [], importance: 0.5, source: 'cli', created_at: '2024-01-01T00:00:00.000Z', seq: 0 }]);
+    const staged = await store.stageCacheFile('u', VECTOR_INDEX_FILE, (temp) => writeFile(temp, 'graph'));
+    expect(staged).not.toBeNull();
+    await store.deleteUser('u');
+    expect(await store.withCacheLock('u', () => staged!.commit())).toBe(false);
+    await staged!.discard();
+    expect(await store.listUsers()).toEqual([]);
+    expect((await readVectorIndexCache(store, 'u')).status).toBe('missing');
   });
 });
