@@ -28,6 +28,8 @@ const TOP_K = 100;
 const USER_ID = 'growth-user';
 const MB = 1024 * 1024;
 const RUN = Date.now().toString(36);
+/** After the last Add, when the server's flush of the user's graph is under way (its flush delay is 2 s: memory-service.ts). */
+const FLUSH_STARTED_MS = 2_500;
 
 export interface GrowthPlan {
   sequentialSearches: number;
@@ -113,19 +115,28 @@ async function measureSize(dataDir: string, memories: number, questions: readonl
     const indexCacheUsed = await indexCacheRead(client);
     if (indexCacheUsed === false) options.warn(`growth ${memories}: the server rebuilt the user's HNSW index instead of reading the cache growth-store.ts wrote (its cache format no longer matches the server's)`);
 
-    const addBodies = growthAdds(workload, plan.adds, memories);
-    let next = 0;
-    cpu = startCpuWatch(server);
-    const add = await runLoad({ client, path: '/add', concurrency: plan.addClients, nextBody: () => addBodies[next++], check: checkAdd, timeoutMs: 300_000 });
-    const addCpu = cpu();
-    const messages = add.ok * 20;
-    const addPerS = round(messages / add.elapsed_s, 1);
-    progress(`Growth ${memories}: Add ${addPerS} messages/s into the user (${add.ok}/${add.requests} Adds of 20, ${plan.addClients} clients), p50 ${add.latency_ms.p50} ms (${cpuText(addCpu)})`);
+    const addBodies = growthAdds(workload, plan.adds * 2, memories);
+    const addBurst = async (bodies: readonly AddBody[], label: string) => {
+      let next = 0;
+      const watch = startCpuWatch(server);
+      const load = await runLoad({ client, path: '/add', concurrency: plan.addClients, nextBody: () => bodies[next++], check: checkAdd, timeoutMs: 300_000 });
+      const loadCpu = watch();
+      const messages = load.ok * 20;
+      const perS = round(messages / load.elapsed_s, 1);
+      progress(`Growth ${memories}: ${label} ${perS} messages/s into the user (${load.ok}/${load.requests} Adds of 20, ${plan.addClients} clients), p50 ${load.latency_ms.p50} ms, p95 ${load.latency_ms.p95} ms (${cpuText(loadCpu)})`);
+      return { load, figures: { adds: load.ok, clients: plan.addClients, messages_per_s: perS, ...latencies(load), server_cpu_ms_per_message: cpuMsPer(loadCpu, load.elapsed_s, messages), cpu: loadCpu } };
+    };
+    const add = await addBurst(addBodies.slice(0, plan.adds), 'Add');
+    const addsEnded = performance.now();
     // Right after the Adds: their units wait for the graph and are scored besides its candidates.
     const afterAdd = await runLoad({ client, path: '/search', concurrency: 1, nextBody: counted(50, searchBody), check: checkSearch, timeoutMs: 120_000 });
     const afterAddRss = server.memory();
+    // A pause in the writes lets the server flush the user's graph (it starts 2 s after the last
+    // write; seconds of writing for a large user): Adds arriving then show what a write waits for.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, addsEnded + FLUSH_STARTED_MS - performance.now())));
+    const duringFlush = await addBurst(addBodies.slice(plan.adds), 'Add during the graph flush');
     const stop = await server.stop(600_000);
-    const errors = warm.errors + sequential.errors + concurrent.errors + add.errors + afterAdd.errors;
+    const errors = warm.errors + sequential.errors + concurrent.errors + add.load.errors + afterAdd.errors + duringFlush.load.errors;
     return {
       memories,
       first_start: { cold_start_ms: first.coldStartMs, server_cpu_s: first.coldCpuS },
@@ -139,11 +150,12 @@ async function measureSize(dataDir: string, memories: number, questions: readonl
       peak_rss_mb: resident.peak_rss_mb,
       search_1_client: { ...latencies(sequential), per_s: sequential.per_s, server_cpu_ms_per_request: cpuMsPer(sequentialCpu, sequential.elapsed_s, sequential.ok), cpu: sequentialCpu },
       search_32_clients: { ...latencies(concurrent), per_s: concurrent.per_s, server_cpu_ms_per_request: cpuMsPer(concurrentCpu, concurrent.elapsed_s, concurrent.ok), cpu: concurrentCpu },
-      add: { adds: add.ok, clients: plan.addClients, messages_per_s: addPerS, ...latencies(add), server_cpu_ms_per_message: cpuMsPer(addCpu, add.elapsed_s, messages), cpu: addCpu },
+      add: add.figures,
       search_after_add: latencies(afterAdd),
       rss_mb_after_add: afterAddRss.rss_mb,
+      add_during_flush: duringFlush.figures,
       errors,
-      error_samples: [warm, sequential, concurrent, add, afterAdd].flatMap((load) => load.error_samples).slice(0, 5),
+      error_samples: [warm, sequential, concurrent, add.load, afterAdd, duringFlush.load].flatMap((load) => load.error_samples).slice(0, 5),
       stop_ms: stop.stop_ms,
       exit: stop.code ?? stop.signal,
       server_log: server.logLines.slice(0, 10),
@@ -237,7 +249,7 @@ function summarize(sizes: SizeResult[]) {
 
 /** The growth table, one line per size (also printed by the bench). */
 function growthTable(sizes: Array<SizeResult & { marginal_rss_bytes_per_memory: number | null }>): string[] {
-  const header = 'memories | cold start ms (CPU s) | Search 1 client p50/p99 ms | 32 clients p50/p99 ms, req/s | Add msg/s | RSS MiB | marginal B/memory';
+  const header = 'memories | cold start ms (CPU s) | Search 1 client p50/p99 ms | 32 clients p50/p99 ms, req/s | Add msg/s (p95 ms) | Add during flush msg/s (p95 ms) | RSS MiB | marginal B/memory';
   return [
     header,
     ...sizes.map((size) =>
@@ -246,7 +258,8 @@ function growthTable(sizes: Array<SizeResult & { marginal_rss_bytes_per_memory: 
         `${size.cold_start_ms} (${size.cold_start_server_cpu_s})`,
         `${size.search_1_client.p50_ms}/${size.search_1_client.p99_ms}`,
         `${size.search_32_clients.p50_ms}/${size.search_32_clients.p99_ms}, ${size.search_32_clients.per_s}`,
-        size.add.messages_per_s,
+        `${size.add.messages_per_s} (${size.add.p95_ms})`,
+        `${size.add_during_flush.messages_per_s} (${size.add_during_flush.p95_ms})`,
         size.rss_mb,
         size.marginal_rss_bytes_per_memory ?? '-',
       ].join(' | '),

@@ -124,13 +124,17 @@ export class IndexLifecycle {
     state.flushTimer.unref();
   }
 
-  /** Always through the lock: a timer's flush may be writing right now with the flag already cleared. */
+  /**
+   * Writes the user's HNSW cache (temp file, then rename) under the graph lock, not the user's:
+   * a timer's flush may be writing right now with the flag already cleared, and the next waits
+   * for it. Writes go on meanwhile; their graph changes wait for the write's end (VectorIndex.write)
+   * and are scored exhaustively until then, so each is searchable when acknowledged.
+   */
   flush(state: UserState): Promise<void> {
-    return state.lock.run(() => this.flushLocked(state));
+    return state.graphLock.run(() => this.flushLocked(state));
   }
 
-  /** The HNSW file is a cache: written under the lock (hnswlib must not be added to while it writes), temp file then rename. */
-  async flushLocked(state: UserState): Promise<void> {
+  private async flushLocked(state: UserState): Promise<void> {
     if (state.flushTimer) clearTimeout(state.flushTimer);
     state.flushTimer = null;
     const cache = this.options.cache;
@@ -151,18 +155,21 @@ export class IndexLifecycle {
     } catch (error) {
       state.indexDirty = true;
       throw error;
+    } finally {
+      // The inserts of writes that came in during the write, held back until now.
+      if (!state.retired && state.corpus.vectors && !state.corpus.vectorIndexComplete) this.indexLater(state);
     }
   }
 
   /**
    * Fills the HNSW index with the vectors a fresh or stale cache lacks, a slice at a time under
-   * the user's lock, so a start with a missing index serves at once (exhaustive scoring meanwhile)
-   * and writes never interleave with the index being saved.
+   * the graph lock, so a start with a missing index serves at once (exhaustive scoring meanwhile),
+   * writes never wait for a slice, and no slice runs while the index is being saved.
    */
   private async complete(state: UserState): Promise<boolean> {
     try {
       for (;;) {
-        const remaining = await state.lock.run(async () => (state.retired ? 0 : state.corpus.indexPending(INDEX_SLICE)));
+        const remaining = await state.graphLock.run(async () => (state.retired ? 0 : state.corpus.indexPending(INDEX_SLICE)));
         if (remaining === 0) break;
         await new Promise<void>((resolve) => setImmediate(resolve));
       }

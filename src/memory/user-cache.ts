@@ -264,7 +264,7 @@ export class UserCache {
     this.forget(state);
     const eviction = state.lock
       .run(async () => {
-        await this.options.lifecycle.flushLocked(state);
+        await this.options.lifecycle.flush(state);
         this.retire(state);
       })
       .catch((error) => {

@@ -8,6 +8,13 @@ export interface UserState {
   userId: string;
   /** Orders this replica's writes of the user and the cache updates that follow them. */
   lock: Mutex;
+  /**
+   * Orders what mutates or writes the user's HNSW graph in the background: fill slices and cache
+   * flushes. Apart from `lock`, so that a write waits neither for a slice nor for a graph being
+   * written to disk (seconds at a million memories); the graph defers a write's changes meanwhile
+   * (VectorIndex.write). Taken after `lock` when both are held, never before.
+   */
+  graphLock: Mutex;
   records: Map<string, StoredRecord>;
   bySeq: Map<number, StoredRecord>;
   requestIds: Set<string>;
@@ -31,6 +38,7 @@ export function emptyUserState(userId: string, version: number): UserState {
   return {
     userId,
     lock: new Mutex(),
+    graphLock: new Mutex(),
     records: new Map(),
     bySeq: new Map(),
     requestIds: new Set(),

@@ -295,8 +295,9 @@ export class UserCorpus {
   }
 
   /**
-   * Adds units, searchable at once. Their vectors enter the HNSW index now if one is attached
-   * and complete and `deferIndex` is not set, else later through `indexPending`.
+   * Adds units, searchable at once. Their vectors enter the HNSW index now if one is attached,
+   * complete and not being written to its file, and `deferIndex` is not set; else later through
+   * `indexPending`.
    */
   add(units: readonly CorpusUnit[], deferIndex = false): void {
     const before = this.layout;
@@ -313,7 +314,7 @@ export class UserCorpus {
       this.lexical.add(unit.seq, unit.terms);
       if (unit.vector === null) this.unembedded.add(unit.seq);
       else if (this.vectorIndex && !this.vectorIndex.has(unit.seq)) {
-        if (deferIndex || this.unindexed.size > 0) this.unindexed.add(unit.seq);
+        if (deferIndex || this.unindexed.size > 0 || this.vectorIndex.isWriting) this.unindexed.add(unit.seq);
         else this.vectorIndex.add(unit.seq, unit.vector);
       }
       this.takeIntoSlab(link);
@@ -341,8 +342,9 @@ export class UserCorpus {
     }
   }
 
-  /** Moves up to `count` deferred vectors into the HNSW index; returns how many remain. */
+  /** Moves up to `count` deferred vectors into the HNSW index; returns how many remain (all of them while the index is written). */
   indexPending(count: number): number {
+    if (this.vectorIndex?.isWriting) return this.unindexed.size;
     for (const seq of this.unindexed) {
       if (count-- <= 0) break;
       const link = this.links.get(seq);

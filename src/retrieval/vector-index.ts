@@ -25,6 +25,10 @@ export class VectorIndex {
   private readonly index: hnswlib.HierarchicalNSW;
   private readonly live = new Set<number>();
   private deleted = new Set<number>();
+  /** Set while hnswlib serialises the graph on a worker thread, which reads it without locking. */
+  private writing = false;
+  /** Labels removed while the graph was being written: hnswlib marks them once the write is done. */
+  private readonly unmarked = new Set<number>();
 
   private constructor(dimensions: number, index: hnswlib.HierarchicalNSW) {
     this.dimensions = dimensions;
@@ -63,7 +67,17 @@ export class VectorIndex {
     return this.live.has(label) && !this.deleted.has(label);
   }
 
+  /**
+   * Whether the graph is being written to its file: `add` must wait until it is done (the caller
+   * keeps the unit aside, see UserCorpus.add), since an insert moves links and may reallocate what
+   * the writer is reading.
+   */
+  get isWriting(): boolean {
+    return this.writing;
+  }
+
   add(label: number, vector: Float32Array): void {
+    if (this.writing) throw new Error('HNSW index is being written: an insert must wait for the write to end');
     if (vector.length !== this.dimensions) throw new Error(`vector has ${vector.length} dimensions, index ${this.dimensions}`);
     if (this.live.has(label)) {
       if (this.deleted.has(label)) {
@@ -81,10 +95,12 @@ export class VectorIndex {
     this.live.add(label);
   }
 
+  /** Takes a label out at once for `has`, `size` and `search`; hnswlib marks it now, or after a write under way. */
   remove(label: number): void {
     if (!this.live.has(label) || this.deleted.has(label)) return;
-    this.index.markDelete(label);
     this.deleted.add(label);
+    if (this.writing) this.unmarked.add(label);
+    else this.index.markDelete(label);
   }
 
   /** Marks deleted labels as such for a freshly read index whose deletions predate the save. */
@@ -103,13 +119,28 @@ export class VectorIndex {
     if (count === 0 || k <= 0) return [];
     const wanted = Math.min(k, count);
     this.index.setEf(Math.max(wanted, 64));
-    const result = this.index.searchKnn(Array.from(vector), wanted, filter);
+    // Labels removed during a write are still live to hnswlib until it ends: left out here.
+    const unmarked = this.unmarked;
+    const kept = unmarked.size === 0 ? filter : (label: number) => !unmarked.has(label) && (!filter || filter(label));
+    const result = this.index.searchKnn(Array.from(vector), wanted, kept);
     return result.neighbors.map((label, i) => ({ label, similarity: 1 - result.distances[i] }));
   }
 
-  /** Serialises the index. hnswlib writes on a worker thread without locking: the caller must not add meanwhile. */
+  /**
+   * Serialises the index. hnswlib writes on a worker thread without locking, so until it is done
+   * nothing changes the graph: `add` refuses, `remove` waits (searches, which only read, go on).
+   * One write at a time (the caller's graph lock orders them).
+   */
   async write(file: string): Promise<void> {
-    await this.index.writeIndex(file);
+    if (this.writing) throw new Error('HNSW index is already being written');
+    this.writing = true;
+    try {
+      await this.index.writeIndex(file);
+    } finally {
+      this.writing = false;
+      for (const label of this.unmarked) this.index.markDelete(label);
+      this.unmarked.clear();
+    }
     // hnswlib does not report a failed write: a full disk leaves a short file and no error.
     // Checked here, before the caller records the file's checksum and trusts it at the next start.
     if (!(await isWholeIndexFile(file))) throw new Error(`HNSW index file cut short while writing (is the disk full?): ${file}`);

@@ -8,6 +8,7 @@ import { storageError } from '../errors.js';
 import { withFileLock } from './file-lock.js';
 import { decodeVectors, isStoredRecord, type StoredRecord } from './stored-record.js';
 import { checkSidecar, encodeSidecar, sidecarHeader, SIDECAR_HEADER_BYTES, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from './vector-sidecar.js';
+import type { StagedCacheFile } from './vector-index-cache.js';
 
 const USERS_DIR = 'users';
 const MEMORIES_FILE = 'memories.jsonl';
@@ -717,19 +718,45 @@ export class JsonlStore {
    * reader never sees a half-written index.
    */
   async writeCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<string | null> {
+    const staged = await this.stageCacheFile(userId, name, write);
+    if (!staged) return null;
+    try {
+      return (await staged.commit()) ? staged.checksum : null;
+    } finally {
+      await staged.discard();
+    }
+  }
+
+  /**
+   * Writes an index cache file's bytes through `write(tempPath)` beside it, fsynced and hashed;
+   * `commit` renames them into place. Needs no lock: the temp name is this writer's alone, and a
+   * deletion of the user that removes it meanwhile makes this (or `commit`) report the user gone.
+   */
+  async stageCacheFile(userId: string, name: string, write: (tempPath: string) => Promise<void>): Promise<StagedCacheFile | null> {
     // A cache never creates a folder: a user deleted by another process stays deleted.
     if (!(await this.stamp(userId))) return null;
-    const file = path.join(this.userDir(userId), name);
+    const dir = this.userDir(userId);
+    const file = path.join(dir, name);
     const temp = this.tempName(file);
+    const discard = (): Promise<void> => rm(temp, { force: true }).catch(() => undefined);
     try {
       await write(temp);
       await fsyncPath(temp);
       const checksum = await sha256File(temp);
-      await rename(temp, file);
-      await fsyncPath(this.userDir(userId));
-      return checksum;
+      const commit = async (): Promise<boolean> => {
+        if (!(await this.stamp(userId))) return false;
+        try {
+          await rename(temp, file);
+          await fsyncPath(dir);
+          return true;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+          throw storageError(error);
+        }
+      };
+      return { checksum, commit, discard };
     } catch (error) {
-      await rm(temp, { force: true }).catch(() => undefined);
+      await discard();
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw storageError(error);
     }
@@ -773,7 +800,8 @@ export class JsonlStore {
     await this.sidecarWrites.get(userId);
     await this.withCacheLock(userId, async () => {
       try {
-        await rm(dir, { recursive: true, force: true });
+        // Retried: an index cache staged without the cache lock may add a temp file while the folder empties.
+        await rm(dir, { recursive: true, force: true, maxRetries: 5 });
         this.knownUserDirs.delete(dir);
         await fsyncPath(path.join(this.dataDir, USERS_DIR));
       } catch (error) {
