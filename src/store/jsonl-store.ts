@@ -528,9 +528,8 @@ export class JsonlStore {
       const lineStart = start;
       start = end + 1;
       if (end === lineStart) continue;
-      const key = recordVecKey(content, lineStart, end);
-      const close = key === -1 ? -1 : indexIn(content, 0x22, key + VEC_KEY.length, end);
-      const line = close === -1 || close >= end ? content.toString('utf8', lineStart, end) : content.toString('utf8', lineStart, key) + content.toString('utf8', close + 1, end);
+      const member = vecMember(content, lineStart, end);
+      const line = member ? withoutMember(content, lineStart, end, member) : content.toString('utf8', lineStart, end);
       if (line.trim() === '') continue;
       let parsed: unknown;
       try {
@@ -540,11 +539,11 @@ export class JsonlStore {
       }
       if (!isStoredRecord(parsed) || parsed.user_id !== userId || parsed.vec !== undefined) return null;
       records.push(parsed);
-      if (close === -1 || close >= end) {
+      if (!member) {
         vectors.push(null);
         continue;
       }
-      const base64 = content.toString('latin1', key + VEC_KEY.length, close);
+      const base64 = content.toString('latin1', member.key + VEC_KEY.length, member.close);
       const length = Buffer.byteLength(base64, 'base64');
       if (slab === null) {
         if (length === 0 || length % 4 !== 0) return null;
@@ -983,11 +982,20 @@ function stringEnd(content: Buffer, from: number, end: number): number {
 
 /** The line [start, end) as text without its `vec` member; null when that member is not where it should be. */
 function cutVector(content: Buffer, start: number, end: number): string | null {
+  const member = vecMember(content, start, end);
+  return member ? withoutMember(content, start, end, member) : null;
+}
+
+/** The record's own `vec` member in the line [start, end): its leading comma and its closing quote; null when it has none. */
+function vecMember(content: Buffer, start: number, end: number): { key: number; close: number } | null {
   const key = recordVecKey(content, start, end);
   if (key === -1 || key >= end) return null;
   const close = indexIn(content, 0x22, key + VEC_KEY.length, end);
-  if (close === -1 || close >= end) return null;
-  return content.toString('utf8', start, key) + content.toString('utf8', close + 1, end);
+  return close === -1 || close >= end ? null : { key, close };
+}
+
+function withoutMember(content: Buffer, start: number, end: number, member: { key: number; close: number }): string {
+  return content.toString('utf8', start, member.key) + content.toString('utf8', member.close + 1, end);
 }
 
 /**
