@@ -29,7 +29,6 @@ import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses } from './server-encoder.js';
 import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
-import { defaultEncoderWorkers } from '../src/config.js';
 import { ServerProcess, startCpuWatch, waitForFirstAnswer, type CpuShare } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
 
@@ -507,7 +506,7 @@ async function measureSearchProcesses(dataDir: string, nodeArgs: string[], plan:
     const startMs = await waitForFirstAnswer(server, client, () => ({ query: 'warm-up', user_id: 'nobody', top_k: 1 }), 120_000, () => true);
     // Every process loads the users on its first request for them: warm them all up first, not counted.
     await runLoad({ client, path: '/search', concurrency: 32, nextBody: search.counted(256), check: checkSearch, timeoutMs: 60_000 });
-    const concurrent = await measureConcurrentSearch(server, client, search.counted, search.next, processes * defaultEncoderWorkers(processes), plan.searchSeconds, `Search, ${processes} server processes`);
+    const concurrent = await measureConcurrentSearch(server, client, search.counted, search.next, serverEncoderThreads(processes), plan.searchSeconds, `Search, ${processes} server processes`);
     const memory = server.memory();
     return { processes, start_ms: startMs, concurrent, rss_mb: memory.rss_mb };
   } finally {

@@ -39,11 +39,12 @@ export function serverEncoder(): OnnxEmbedder {
 }
 
 /**
- * Threads the server's encoder runs on, over all its processes (MEMORYPOOL_ENCODER_WORKERS is
+ * Threads the server's encoder runs on, over all its processes (the bench's, unless a phase runs
+ * a server of its own with another count; MEMORYPOOL_ENCODER_WORKERS is
  * dropped from its environment: the default, which shares the cores out among the processes).
  */
-export function serverEncoderThreads(): number {
-  return processes * defaultEncoderWorkers(processes);
+export function serverEncoderThreads(serverProcesses = processes): number {
+  return serverProcesses * defaultEncoderWorkers(serverProcesses);
 }
 
 /**

@@ -56,9 +56,8 @@ interface RateStore {
   incr(key: string, callback: (error: Error | null, result: RateCount) => void, timeWindow: number, max: number): void;
 }
 
-type PrimaryRequest =
-  | { type: typeof METRICS; id: number }
-  | { type: typeof RATE; id: number; key: string; timeWindow: number; max: number };
+type PrimaryQuestion = { type: typeof METRICS } | { type: typeof RATE; key: string; timeWindow: number; max: number };
+type PrimaryRequest = PrimaryQuestion & { id: number };
 
 type PrimaryReply = { type: string; id: number; error?: string; text?: string; count?: RateCount };
 
@@ -157,7 +156,7 @@ const pending = new Map<number, (reply: PrimaryReply) => void>();
 let listening = false;
 
 /** One question to the primary, answered over the cluster's IPC channel. */
-function askPrimary(message: PrimaryRequest): Promise<PrimaryReply> {
+function askPrimary(question: PrimaryQuestion): Promise<PrimaryReply> {
   if (!listening) {
     listening = true;
     process.on('message', (answer: PrimaryReply) => {
@@ -167,6 +166,7 @@ function askPrimary(message: PrimaryRequest): Promise<PrimaryReply> {
       resolve(answer);
     });
   }
+  const message: PrimaryRequest = { ...question, id: ++nextId };
   return new Promise((resolve, reject) => {
     pending.set(message.id, resolve);
     process.send?.(message, undefined, undefined, (error) => {
@@ -179,7 +179,7 @@ function askPrimary(message: PrimaryRequest): Promise<PrimaryReply> {
 
 /** The Prometheus text of every server process, summed by the primary (gauges of pool-wide counts taken once). */
 export async function clusterMetricsText(): Promise<string> {
-  const answer = await askPrimary({ type: METRICS, id: ++nextId });
+  const answer = await askPrimary({ type: METRICS });
   if (answer.error !== undefined || answer.text === undefined) throw new Error(`metrics of the other server processes: ${answer.error ?? 'no answer'}`);
   return answer.text;
 }
@@ -197,7 +197,7 @@ export function shareMetrics(registries: Parameters<typeof AggregatorRegistry.se
  */
 export class ClusterRateStore implements RateStore {
   incr(key: string, callback: (error: Error | null, result: RateCount) => void, timeWindow: number, max: number): void {
-    askPrimary({ type: RATE, id: ++nextId, key, timeWindow, max }).then(
+    askPrimary({ type: RATE, key, timeWindow, max }).then(
       (answer) => (answer.count ? callback(null, answer.count) : callback(new Error(answer.error ?? 'no rate count from the primary'), { current: 0, ttl: 0 })),
       (error: Error) => callback(error, { current: 0, ttl: 0 }),
     );
