@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { PortableRecord } from '../memory/memory-service.js';
 import { addParamsSchema, DEFAULT_USER, idParamsSchema } from './memorypool-schemas.js';
+import { loneSurrogateReason } from './unicode-text.js';
 
 /**
  * A memories file, one JSON object per line, in either of two shapes: the MemoryPool protocol's
@@ -101,6 +102,11 @@ export async function readMemoryLines(lines: AsyncIterable<string> | Iterable<st
       const issue = result.error.issues[0];
       const field = issue.path.join('.');
       content.malformed.push({ line: lineNumber, reason: field && !issue.message.startsWith(field) ? `${field}: ${issue.message}` : issue.message });
+      continue;
+    }
+    const notUnicode = loneSurrogateReason(parsed);
+    if (notUnicode !== null) {
+      content.malformed.push({ line: lineNumber, reason: notUnicode });
       continue;
     }
     const { user_id: named, tags: lineTags, importance: lineImportance, source: lineSource, created_at: createdAt, ...rest } = result.data;
