@@ -110,14 +110,15 @@ export async function readMemoryLines(lines: AsyncIterable<string> | Iterable<st
       continue;
     }
     const { user_id: named, tags: lineTags, importance: lineImportance, source: lineSource, created_at: createdAt, ...rest } = result.data;
-    const record: PortableRecord = {
+    // The fields in the line's own order (defaults after), so an export imported and exported again is the same text.
+    const record: PortableRecord = Object.assign(inLineOrder(parsed, rest), {
       ...rest,
       user_id: named ?? owner,
       tags: lineTags ?? DEFAULT_TAGS,
       importance: lineImportance ?? DEFAULT_IMPORTANCE,
       source: lineSource ?? DEFAULT_SOURCE,
       created_at: createdAt ?? now,
-    };
+    });
     const key = JSON.stringify([record.user_id, record.id]);
     const first = firstLine.get(key);
     if (first !== undefined) {
@@ -129,6 +130,13 @@ export async function readMemoryLines(lines: AsyncIterable<string> | Iterable<st
   }
   return content;
 }
+
+/** An empty object whose keys are the line's (those the record keeps), in the line's order, to be filled. */
+function inLineOrder(line: unknown, kept: object): Record<string, unknown> {
+  const keys = Object.keys(line as object).filter((key) => key in kept || KEYS_WITH_DEFAULTS.has(key));
+  return Object.fromEntries(keys.map((key) => [key, undefined]));
+}
+const KEYS_WITH_DEFAULTS = new Set(['user_id', 'tags', 'importance', 'source', 'created_at']);
 
 /** Splits a whole file's bytes into lines, as a stream reader would. */
 export function fileLines(content: Buffer): string[] {

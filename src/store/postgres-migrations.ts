@@ -80,7 +80,7 @@ ${hashPartitions('memory_versions')}
   },
   {
     version: 3,
-    name: 'any Unicode text: NUL escaped, long keys digested (postgres-text.ts), version numbers of history as bigint',
+    name: 'any Unicode text: NUL escaped, long keys digested (postgres-text.ts); records as json, in the order written; version numbers of history as bigint',
     sql: `
 ${KEY_FUNCTION_SQL}
 -- Rows written before held no NUL but may hold the escape (U+FDD0) or keys too long to stay as
@@ -108,6 +108,10 @@ UPDATE memory_versions
  WHERE pg_temp.memorypool_has_special(user_id) OR pg_temp.memorypool_has_special(id) OR strpos(entry::text, chr(${ESC_CODE})) > 0;
 -- An imported history may number its versions past 2^31 (the JSONL store keeps any integer).
 ALTER TABLE memory_versions ALTER COLUMN version TYPE bigint;
+-- json keeps the text as written (jsonb reorders keys): a memory's fields and metadata come back
+-- in the order they were given, as from the JSONL store. Rows of jsonb keep jsonb's order.
+ALTER TABLE memories ALTER COLUMN record TYPE json USING record::json;
+ALTER TABLE memory_versions ALTER COLUMN entry TYPE json USING entry::json;
 DROP FUNCTION pg_temp.memorypool_has_special(text);
 DROP FUNCTION pg_temp.memorypool_key(text);
 DROP FUNCTION pg_temp.memorypool_escaped(text);

@@ -24,7 +24,7 @@ export interface PostgresStoreOptions {
 interface MemoryRow {
   seq: string;
   id: string;
-  record: Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'>;
+  record: Omit<StoredRecord, 'seq' | 'model'>;
   vector: Buffer;
   model: string;
 }
@@ -170,7 +170,7 @@ export class PostgresStore implements MemoryStore {
       if (count > 0) {
         await client.query(
           `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
-           SELECT $1, $2::bigint + t.ord - 1, t.id, to_timestamp(t.created_ms / 1000), t.record::jsonb, t.vector, t.model
+           SELECT $1, $2::bigint + t.ord - 1, t.id, to_timestamp(t.created_ms / 1000), t.record::json, t.vector, t.model
              FROM unnest($3::text[], $4::float8[], $5::text[], $6::bytea[], $7::text[]) WITH ORDINALITY AS t(id, created_ms, record, vector, model, ord)`,
           [
             userKey,
@@ -212,7 +212,7 @@ export class PostgresStore implements MemoryStore {
       const record = patchedRecord(old, patch, Number(locked.rows[0].next_seq));
       await insertVersions(client, userKey, [{ id, entry: versionOf(old) }]);
       await client.query(
-        `UPDATE memories SET seq = $3, record = $4::jsonb, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`,
+        `UPDATE memories SET seq = $3, record = $4::json, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`,
         [userKey, idKey, record.seq, encodeJson(recordColumn(record)), patch.vector ? vectorBytes(patch.vector) : null, encodeText(record.model ?? '')],
       );
       await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userKey]);
@@ -316,12 +316,12 @@ export class PostgresStore implements MemoryStore {
   }
 }
 
-/** Completes the row's own parsed `record` rather than copying it (the same key order as a copy: the columns come last). */
+/** Completes the row's own parsed `record` rather than copying it. */
 function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): StoredUnit {
   const record = row.record as StoredRecord;
-  // A digested id keeps the full one in the record (recordColumn); the key column has the rest.
+  // Rows written before migration 3 keep these in their columns only.
   record.id ??= row.id;
-  record.user_id = userId;
+  record.user_id ??= userId;
   record.seq = Number(row.seq);
   record.model = row.model;
   return { record, vector };
@@ -344,10 +344,13 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
   });
 }
 
-/** What the `record` column holds: the memory's fields but those with columns of their own (the id too, when its column holds a digest). */
-function recordColumn(record: StoredRecord): Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'> & { id?: string } {
-  const { id, user_id: _user, seq: _seq, model: _model, vec: _vec, batch: _batch, history: _history, ...rest } = record;
-  return isKeyDigest(encodeKey(id)) ? { ...rest, id } : rest;
+/**
+ * What the `record` column holds: the memory's fields in their order, id and user id included
+ * (their key columns may hold digests), but the seq and the model, which have columns of their own.
+ */
+function recordColumn(record: StoredRecord): Omit<StoredRecord, 'seq' | 'model'> {
+  const { seq: _seq, model: _model, vec: _vec, batch: _batch, history: _history, ...rest } = record;
+  return rest;
 }
 
 /** Earliest instant a timestamptz holds (4714-11-24 BC); the latest is past every JavaScript date. */
@@ -364,7 +367,7 @@ function timestampMs(ms: number): number {
 async function insertVersions(client: pg.PoolClient, userKey: string, versions: ReadonlyArray<{ id: string; entry: MemoryVersion }>): Promise<void> {
   await client.query(
     `INSERT INTO memory_versions (user_id, id, version, entry)
-     SELECT $1, t.id, t.version, t.entry::jsonb FROM unnest($2::text[], $3::bigint[], $4::text[]) AS t(id, version, entry)
+     SELECT $1, t.id, t.version, t.entry::json FROM unnest($2::text[], $3::bigint[], $4::text[]) AS t(id, version, entry)
      ON CONFLICT DO NOTHING`,
     [userKey, versions.map((v) => encodeKey(v.id)), versions.map((v) => v.entry.version), versions.map((v) => encodeJson(v.entry))],
   );
