@@ -19,25 +19,38 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
 
 /** The first string (depth first, keys before their values) that is not valid Unicode; null when there is none. */
 export function findLoneSurrogate(value: unknown): LoneSurrogate | null {
-  // An explicit stack: a body nested thousands deep must not overflow the call stack.
-  const stack: Array<{ value: unknown; path: Array<string | number> }> = [{ value, path: [] }];
+  // An explicit stack whose entries point at their parent: a body nested thousands deep must
+  // neither overflow the call stack nor cost a copy of its path per level.
+  const stack: Visit[] = [{ value, key: null, parent: null }];
   while (stack.length > 0) {
-    const { value: current, path } = stack.pop()!;
+    const visit = stack.pop()!;
+    const current = visit.value;
     if (typeof current === 'string') {
       const index = loneSurrogateIndex(current);
-      if (index >= 0) return { path, index };
+      if (index >= 0) return { path: pathOf(visit), index };
     } else if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], path: [...path, i] });
+      for (let i = current.length - 1; i >= 0; i--) stack.push({ value: current[i], key: i, parent: visit });
     } else if (typeof current === 'object' && current !== null) {
       const entries = Object.entries(current);
       for (let i = entries.length - 1; i >= 0; i--) {
         const [key, child] = entries[i];
-        stack.push({ value: child, path: [...path, key] });
-        stack.push({ value: key, path: [...path, key] });
+        stack.push({ value: child, key, parent: visit }, { value: key, key, parent: visit });
       }
     }
   }
   return null;
+}
+
+interface Visit {
+  value: unknown;
+  key: string | number | null;
+  parent: Visit | null;
+}
+
+function pathOf(visit: Visit): Array<string | number> {
+  const path: Array<string | number> = [];
+  for (let at: Visit | null = visit; at !== null && at.key !== null; at = at.parent) path.push(at.key);
+  return path.reverse();
 }
 
 function loneSurrogateIndex(text: string): number {
