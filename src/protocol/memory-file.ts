@@ -58,7 +58,11 @@ export const memoryLineSchema = z.object({
   message_index: optionalInteger,
   part: optionalInteger,
   parts: optionalInteger,
-  vec: optionalText,
+  vec: z
+    .string({ error: 'must be a string' })
+    // Decoded into float32s: a length that is not whole floats would end the import, not skip the line.
+    .refine((value) => /^[A-Za-z0-9+/]*={0,2}$/.test(value) && Buffer.byteLength(value, 'base64') % 4 === 0 && value !== '', { error: 'must be base64 of float32 values' })
+    .optional(),
   model: optionalText,
 });
 
