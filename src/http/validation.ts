@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { createError, type ValidationIssue } from '../errors.js';
+import { loneSurrogateIssues, refuseLoneSurrogates } from '../protocol/unicode-text.js';
 
 /**
  * Turns zod issues into the platform's FastAPI-style problem list: `loc` starts with "body",
@@ -38,7 +39,7 @@ export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, extraIssues:
     throw createError('VALIDATION_FAILED', undefined, { issues: [{ loc: ['body'], msg: 'Field required', type: 'missing' }] });
   }
   const result = schema.safeParse(input);
-  const issues = [...(result.success ? [] : toValidationIssues(result.error, 'body')), ...extraIssues];
+  const issues = [...(result.success ? [] : toValidationIssues(result.error, 'body')), ...extraIssues, ...loneSurrogateIssues(input, 'body')];
   if (issues.length > 0 || !result.success) throw createError('VALIDATION_FAILED', undefined, { issues });
   return result.data;
 }
@@ -47,7 +48,7 @@ export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, extraIssues:
 export function parseOr400<T>(schema: z.ZodType<T>, input: unknown): T {
   // With the input on each issue, "is required" is said of a missing field only, not of one of the wrong type.
   const result = schema.safeParse(input, { reportInput: true });
-  if (result.success) return result.data;
+  if (result.success) return (refuseLoneSurrogates(input), result.data);
   const issue = result.error.issues[0];
   const field = issue.path.length > 0 ? issue.path.join('.') : 'body';
   const message = issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message;

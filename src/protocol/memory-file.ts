@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { PortableRecord } from '../memory/memory-service.js';
 import { addParamsSchema, DEFAULT_USER, idParamsSchema } from './memorypool-schemas.js';
+import { loneSurrogateReason } from './unicode-text.js';
 
 /**
  * A memories file, one JSON object per line, in either of two shapes: the MemoryPool protocol's
@@ -57,7 +58,11 @@ export const memoryLineSchema = z.object({
   message_index: optionalInteger,
   part: optionalInteger,
   parts: optionalInteger,
-  vec: optionalText,
+  vec: z
+    .string({ error: 'must be a string' })
+    // Decoded into float32s: a length that is not whole floats would end the import, not skip the line.
+    .refine((value) => /^[A-Za-z0-9+/]*={0,2}$/.test(value) && Buffer.byteLength(value, 'base64') % 4 === 0 && value !== '', { error: 'must be base64 of float32 values' })
+    .optional(),
   model: optionalText,
 });
 
@@ -103,15 +108,21 @@ export async function readMemoryLines(lines: AsyncIterable<string> | Iterable<st
       content.malformed.push({ line: lineNumber, reason: field && !issue.message.startsWith(field) ? `${field}: ${issue.message}` : issue.message });
       continue;
     }
+    const notUnicode = loneSurrogateReason(parsed);
+    if (notUnicode !== null) {
+      content.malformed.push({ line: lineNumber, reason: notUnicode });
+      continue;
+    }
     const { user_id: named, tags: lineTags, importance: lineImportance, source: lineSource, created_at: createdAt, ...rest } = result.data;
-    const record: PortableRecord = {
+    // The fields in the line's own order (defaults after), so an export imported and exported again is the same text.
+    const record: PortableRecord = Object.assign(inLineOrder(parsed, rest), {
       ...rest,
       user_id: named ?? owner,
       tags: lineTags ?? DEFAULT_TAGS,
       importance: lineImportance ?? DEFAULT_IMPORTANCE,
       source: lineSource ?? DEFAULT_SOURCE,
       created_at: createdAt ?? now,
-    };
+    });
     const key = JSON.stringify([record.user_id, record.id]);
     const first = firstLine.get(key);
     if (first !== undefined) {
@@ -123,6 +134,13 @@ export async function readMemoryLines(lines: AsyncIterable<string> | Iterable<st
   }
   return content;
 }
+
+/** An empty object whose keys are the line's (those the record keeps), in the line's order, to be filled. */
+function inLineOrder(line: unknown, kept: object): Record<string, unknown> {
+  const keys = Object.keys(line as object).filter((key) => key in kept || KEYS_WITH_DEFAULTS.has(key));
+  return Object.fromEntries(keys.map((key) => [key, undefined]));
+}
+const KEYS_WITH_DEFAULTS = new Set(['user_id', 'tags', 'importance', 'source', 'created_at']);
 
 /** Splits a whole file's bytes into lines, as a stream reader would. */
 export function fileLines(content: Buffer): string[] {

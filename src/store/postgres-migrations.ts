@@ -7,6 +7,8 @@
  * names one `user_id`, so the schema can be distributed on Citus with `user_id` as the
  * distribution column (README, "Running several replicas").
  */
+import { ESC_CODE, KEY_FUNCTION_SQL, KEY_INLINE_BYTES } from './postgres-text.js';
+
 export interface Migration {
   version: number;
   name: string;
@@ -74,6 +76,45 @@ CREATE TABLE memory_versions (
   PRIMARY KEY (user_id, id, version)
 ) PARTITION BY HASH (user_id);
 ${hashPartitions('memory_versions')}
+`,
+  },
+  {
+    version: 3,
+    name: 'any Unicode text: NUL escaped, long keys digested (postgres-text.ts); records as json, in the order written; version numbers of history as bigint',
+    sql: `
+${KEY_FUNCTION_SQL}
+-- Rows written before held no NUL but may hold the escape (U+FDD0) or keys too long to stay as
+-- they are: each is rewritten as the encoding would write it now, so one decoding reads every row.
+-- The predicates read every row once (the record as text included): a one-time cost of the upgrade.
+ALTER TABLE users ADD COLUMN long_user_id text;
+COMMENT ON COLUMN users.long_user_id IS 'The user id (encoded) when user_id holds its digest, else null';
+UPDATE users
+   SET long_user_id = CASE WHEN octet_length(pg_temp.memorypool_escaped(user_id)) > ${KEY_INLINE_BYTES} THEN pg_temp.memorypool_escaped(user_id) END,
+       user_id = pg_temp.memorypool_key(user_id)
+ WHERE pg_temp.memorypool_has_special(user_id);
+UPDATE memories
+   SET user_id = pg_temp.memorypool_key(user_id),
+       id = pg_temp.memorypool_key(id),
+       model = pg_temp.memorypool_escaped(model),
+       record = CASE WHEN octet_length(pg_temp.memorypool_escaped(id)) > ${KEY_INLINE_BYTES}
+                     THEN jsonb_set(pg_temp.memorypool_escaped(record::text)::jsonb, '{id}', to_jsonb(pg_temp.memorypool_escaped(id)))
+                     ELSE pg_temp.memorypool_escaped(record::text)::jsonb END
+ WHERE pg_temp.memorypool_has_special(user_id) OR pg_temp.memorypool_has_special(id) OR strpos(model, chr(${ESC_CODE})) > 0 OR strpos(record::text, chr(${ESC_CODE})) > 0;
+UPDATE add_requests
+   SET user_id = pg_temp.memorypool_key(user_id), request_id = pg_temp.memorypool_key(request_id)
+ WHERE pg_temp.memorypool_has_special(user_id) OR pg_temp.memorypool_has_special(request_id);
+UPDATE memory_versions
+   SET user_id = pg_temp.memorypool_key(user_id), id = pg_temp.memorypool_key(id), entry = pg_temp.memorypool_escaped(entry::text)::jsonb
+ WHERE pg_temp.memorypool_has_special(user_id) OR pg_temp.memorypool_has_special(id) OR strpos(entry::text, chr(${ESC_CODE})) > 0;
+-- An imported history may number its versions past 2^31 (the JSONL store keeps any integer).
+ALTER TABLE memory_versions ALTER COLUMN version TYPE bigint;
+-- json keeps the text as written (jsonb reorders keys): a memory's fields and metadata come back
+-- in the order they were given, as from the JSONL store. Rows of jsonb keep jsonb's order.
+ALTER TABLE memories ALTER COLUMN record TYPE json USING record::json;
+ALTER TABLE memory_versions ALTER COLUMN entry TYPE json USING entry::json;
+DROP FUNCTION pg_temp.memorypool_has_special(text);
+DROP FUNCTION pg_temp.memorypool_key(text);
+DROP FUNCTION pg_temp.memorypool_escaped(text);
 `,
   },
 ];

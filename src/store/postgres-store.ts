@@ -4,6 +4,7 @@ import type { Logger } from '../logger.js';
 import type { MemoryVersion } from '../memory/types.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { MIGRATIONS } from './postgres-migrations.js';
+import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
 import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
@@ -23,7 +24,7 @@ export interface PostgresStoreOptions {
 interface MemoryRow {
   seq: string;
   id: string;
-  record: Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'>;
+  record: Omit<StoredRecord, 'seq' | 'model'>;
   vector: Buffer;
   model: string;
 }
@@ -52,6 +53,8 @@ export class PostgresStore implements MemoryStore {
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       statement_timeout: STATEMENT_TIMEOUT_MS,
       idleTimeoutMillis: 30_000,
+      // Every text and JSON value read back is decoded (postgres-text.ts); each write encodes its own.
+      types: decodingTypes,
     });
     // An idle connection dropped by the server (restart, failover) must not crash the process.
     this.pool.on('error', (error) => this.logger.warn({ err: error.message }, 'PostgreSQL connection lost; reconnecting on the next query'));
@@ -88,7 +91,7 @@ export class PostgresStore implements MemoryStore {
   }
 
   async listUsers(): Promise<string[]> {
-    const { rows } = await this.query<{ user_id: string }>('SELECT user_id FROM users WHERE memory_count > 0 ORDER BY user_id COLLATE "C"');
+    const { rows } = await this.query<{ user_id: string }>('SELECT coalesce(long_user_id, user_id) AS user_id FROM users WHERE memory_count > 0 ORDER BY coalesce(long_user_id, user_id) COLLATE "C"');
     return rows.map((row) => row.user_id);
   }
 
@@ -105,13 +108,13 @@ export class PostgresStore implements MemoryStore {
   async userCounts(userId: string): Promise<{ count: number; sessions: number }> {
     const { rows } = await this.query<{ count: string; sessions: string }>(
       "SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories WHERE user_id = $1",
-      [userId],
+      [encodeKey(userId)],
     );
     return { count: Number(rows[0].count), sessions: Number(rows[0].sessions) };
   }
 
   async storedBytes(userId: string): Promise<number> {
-    const { rows } = await this.query<{ bytes: string }>('SELECT coalesce(sum(pg_column_size(m.*)), 0) AS bytes FROM memories m WHERE user_id = $1', [userId]);
+    const { rows } = await this.query<{ bytes: string }>('SELECT coalesce(sum(pg_column_size(m.*)), 0) AS bytes FROM memories m WHERE user_id = $1', [encodeKey(userId)]);
     return Number(rows[0].bytes);
   }
 
@@ -121,7 +124,7 @@ export class PostgresStore implements MemoryStore {
   }
 
   async version(userId: string): Promise<number> {
-    const { rows } = await this.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1', [userId]);
+    const { rows } = await this.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1', [encodeKey(userId)]);
     return rows.length === 0 ? 0 : Number(rows[0].version);
   }
 
@@ -132,7 +135,7 @@ export class PostgresStore implements MemoryStore {
          FROM users u LEFT JOIN memories m ON m.user_id = u.user_id AND m.seq >= $2
         WHERE u.user_id = $1
         ORDER BY m.seq`,
-      [userId, fromSeq],
+      [encodeKey(userId), fromSeq],
     );
     if (rows.length === 0) return { version: 0, count: 0, units: [] };
     const memoryRows = rows.filter((row) => row.seq !== null && row.seq !== undefined) as MemoryRow[];
@@ -142,23 +145,24 @@ export class PostgresStore implements MemoryStore {
   }
 
   async hasRequest(userId: string, requestId: string): Promise<boolean> {
-    const { rowCount } = await this.query('SELECT 1 FROM add_requests WHERE user_id = $1 AND request_id = $2', [userId, requestId]);
+    const { rowCount } = await this.query('SELECT 1 FROM add_requests WHERE user_id = $1 AND request_id = $2', [encodeKey(userId), encodeKey(requestId)]);
     return (rowCount ?? 0) > 0;
   }
 
   async append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string } = {}): Promise<AppendResult | null> {
+    const userKey = encodeKey(userId);
     return this.transaction(async (client) => {
       if (options.requestId !== undefined) {
         // Waits for a racing transaction holding the same key, then sees its commit: first write wins.
-        const claimed = await client.query('INSERT INTO add_requests (user_id, request_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [userId, options.requestId]);
+        const claimed = await client.query('INSERT INTO add_requests (user_id, request_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [userKey, encodeKey(options.requestId)]);
         if (claimed.rowCount === 0) return null;
       }
       const count = drafts.length;
       const { rows } = await client.query<{ first_seq: string; version: string }>(
-        `INSERT INTO users AS u (user_id, next_seq, version, memory_count) VALUES ($1, $2, 1, $2)
+        `INSERT INTO users AS u (user_id, long_user_id, next_seq, version, memory_count) VALUES ($1, $3, $2, 1, $2)
          ON CONFLICT (user_id) DO UPDATE SET next_seq = u.next_seq + $2, version = u.version + 1, memory_count = u.memory_count + $2
          RETURNING u.next_seq - $2 AS first_seq, u.version`,
-        [userId, count],
+        [userKey, count, isKeyDigest(userKey) ? encodeText(userId) : null],
       );
       const firstSeq = Number(rows[0].first_seq);
       const version = Number(rows[0].version);
@@ -166,68 +170,71 @@ export class PostgresStore implements MemoryStore {
       if (count > 0) {
         await client.query(
           `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
-           SELECT $1, $2::bigint + t.ord - 1, t.id, t.created_at::timestamptz, t.record::jsonb, t.vector, t.model
-             FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[]) WITH ORDINALITY AS t(id, created_at, record, vector, model, ord)`,
+           SELECT $1, $2::bigint + t.ord - 1, t.id, to_timestamp(t.created_ms / 1000), t.record::json, t.vector, t.model
+             FROM unnest($3::text[], $4::float8[], $5::text[], $6::bytea[], $7::text[]) WITH ORDINALITY AS t(id, created_ms, record, vector, model, ord)`,
           [
-            userId,
+            userKey,
             firstSeq,
-            records.map((record) => record.id),
-            records.map((record) => record.created_at),
-            records.map((record) => JSON.stringify(recordColumn(record))),
+            records.map((record) => encodeKey(record.id)),
+            records.map((record) => timestampMs(Date.parse(record.created_at))),
+            records.map((record) => encodeJson(recordColumn(record))),
             drafts.map(({ vector }) => vectorBytes(vector)),
-            records.map((record) => record.model ?? ''),
+            records.map((record) => encodeText(record.model ?? '')),
           ],
         );
         // An imported memory brings the versions it replaced (export carries them).
         const versions = records.flatMap((record) => (record.history ?? []).map((entry) => ({ id: record.id, entry })));
-        if (versions.length > 0) await insertVersions(client, userId, versions);
+        if (versions.length > 0) await insertVersions(client, userKey, versions);
       }
       return { records: records.map(({ history: _history, ...record }) => record), previousVersion: version - 1, version };
     });
   }
 
   remove(userId: string, ids: readonly string[]): Promise<RemoveResult> {
-    return this.removeWhere(userId, 'id = ANY($2::text[])', [ids]);
+    return this.removeWhere(userId, 'id = ANY($2::text[])', [ids.map(encodeKey)]);
   }
 
   removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult> {
-    return this.removeWhere(userId, 'created_at < $2::timestamptz', [new Date(cutoffMs).toISOString()]);
+    return this.removeWhere(userId, 'created_at < to_timestamp($2::float8 / 1000)', [timestampMs(cutoffMs)]);
   }
 
   /** One transaction: the user's row locked (the seq and version move), the old version archived, the row replaced. */
   async update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
+    const userKey = encodeKey(userId);
+    const idKey = encodeKey(id);
     return this.transaction(async (client) => {
-      const locked = await client.query<{ version: string; next_seq: string }>('SELECT version, next_seq FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      const locked = await client.query<{ version: string; next_seq: string }>('SELECT version, next_seq FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (locked.rows.length === 0) return null;
-      const current = await client.query<MemoryRow>('SELECT seq, id, record, model FROM memories WHERE user_id = $1 AND id = $2', [userId, id]);
+      const current = await client.query<MemoryRow>('SELECT seq, id, record, model FROM memories WHERE user_id = $1 AND id = $2', [userKey, idKey]);
       if (current.rows.length === 0) return null;
       const old = storedUnit(userId, current.rows[0], new Float32Array(0)).record;
       const previousVersion = Number(locked.rows[0].version);
       const record = patchedRecord(old, patch, Number(locked.rows[0].next_seq));
-      await insertVersions(client, userId, [{ id, entry: versionOf(old) }]);
+      await insertVersions(client, userKey, [{ id, entry: versionOf(old) }]);
       await client.query(
-        `UPDATE memories SET seq = $3, record = $4::jsonb, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`,
-        [userId, id, record.seq, JSON.stringify(recordColumn(record)), patch.vector ? vectorBytes(patch.vector) : null, record.model ?? ''],
+        `UPDATE memories SET seq = $3, record = $4::json, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`,
+        [userKey, idKey, record.seq, encodeJson(recordColumn(record)), patch.vector ? vectorBytes(patch.vector) : null, encodeText(record.model ?? '')],
       );
-      await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userId]);
+      await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userKey]);
       return { record, previousSeq: old.seq, previousVersion, version: previousVersion + 1 };
     });
   }
 
   async history(userId: string, id: string): Promise<MemoryVersion[]> {
-    const { rows } = await this.query<{ entry: MemoryVersion }>('SELECT entry FROM memory_versions WHERE user_id = $1 AND id = $2 ORDER BY version', [userId, id]);
+    const { rows } = await this.query<{ entry: MemoryVersion }>('SELECT entry FROM memory_versions WHERE user_id = $1 AND id = $2 ORDER BY version', [encodeKey(userId), encodeKey(id)]);
     return rows.map((row) => row.entry);
   }
 
   async deleteUser(userId: string): Promise<number> {
+    const userKey = encodeKey(userId);
     return this.transaction(async (client) => {
       // The row stays as a tombstone: its version moves on, so no replica mistakes a new user of this id for the old one.
-      const { rows } = await client.query<{ memory_count: string }>('SELECT memory_count FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      const { rows } = await client.query<{ memory_count: string }>('SELECT memory_count FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (rows.length === 0) return 0;
-      await client.query('DELETE FROM memories WHERE user_id = $1', [userId]);
-      await client.query('DELETE FROM add_requests WHERE user_id = $1', [userId]);
-      await client.query('DELETE FROM memory_versions WHERE user_id = $1', [userId]);
-      await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userId]);
+      await client.query('DELETE FROM memories WHERE user_id = $1', [userKey]);
+      await client.query('DELETE FROM add_requests WHERE user_id = $1', [userKey]);
+      await client.query('DELETE FROM memory_versions WHERE user_id = $1', [userKey]);
+      await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userKey]);
       return Number(rows[0].memory_count);
     });
   }
@@ -237,20 +244,24 @@ export class PostgresStore implements MemoryStore {
       `UPDATE memories SET vector = t.vector, model = t.model
          FROM unnest($2::text[], $3::bytea[], $4::text[]) AS t(id, vector, model)
         WHERE memories.user_id = $1 AND memories.id = t.id`,
-      [userId, vectors.map((entry) => entry.id), vectors.map((entry) => vectorBytes(entry.vector)), vectors.map((entry) => entry.model)],
+      [encodeKey(userId), vectors.map((entry) => encodeKey(entry.id)), vectors.map((entry) => vectorBytes(entry.vector)), vectors.map((entry) => encodeText(entry.model))],
     );
   }
 
   private async removeWhere(userId: string, condition: string, values: unknown[]): Promise<RemoveResult> {
+    const userKey = encodeKey(userId);
     return this.transaction(async (client) => {
-      const locked = await client.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      const locked = await client.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (locked.rows.length === 0) return { removed: [], previousVersion: 0, version: 0 };
       const previousVersion = Number(locked.rows[0].version);
-      const { rows } = await client.query<{ id: string; seq: string }>(`DELETE FROM memories WHERE user_id = $1 AND ${condition} RETURNING id, seq`, [userId, ...values]);
+      const { rows } = await client.query<{ id: string; seq: string }>(
+        `DELETE FROM memories WHERE user_id = $1 AND ${condition} RETURNING coalesce(record->>'id', id) AS id, seq`,
+        [userKey, ...values],
+      );
       if (rows.length === 0) return { removed: [], previousVersion, version: previousVersion };
       // A deleted memory is gone for good: its history goes in the same transaction.
-      await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userId, rows.map((row) => row.id)]);
-      await client.query('UPDATE users SET version = version + 1, memory_count = memory_count - $2 WHERE user_id = $1', [userId, rows.length]);
+      await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, rows.map((row) => encodeKey(row.id))]);
+      await client.query('UPDATE users SET version = version + 1, memory_count = memory_count - $2 WHERE user_id = $1', [userKey, rows.length]);
       return { removed: rows.map((row) => ({ id: row.id, seq: Number(row.seq) })), previousVersion, version: previousVersion + 1 };
     });
   }
@@ -305,11 +316,12 @@ export class PostgresStore implements MemoryStore {
   }
 }
 
-/** Completes the row's own parsed `record` rather than copying it (the same key order as a copy: the columns come last). */
+/** Completes the row's own parsed `record` rather than copying it. */
 function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): StoredUnit {
   const record = row.record as StoredRecord;
-  record.id = row.id;
-  record.user_id = userId;
+  // Rows written before migration 3 keep these in their columns only.
+  record.id ??= row.id;
+  record.user_id ??= userId;
   record.seq = Number(row.seq);
   record.model = row.model;
   return { record, vector };
@@ -332,18 +344,32 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
   });
 }
 
-/** What the `record` column holds: the memory's fields but those with columns of their own. */
-function recordColumn(record: StoredRecord): Omit<StoredRecord, 'id' | 'user_id' | 'seq' | 'model'> {
-  const { id: _id, user_id: _user, seq: _seq, model: _model, vec: _vec, batch: _batch, history: _history, ...rest } = record;
+/**
+ * What the `record` column holds: the memory's fields in their order, id and user id included
+ * (their key columns may hold digests), but the seq and the model, which have columns of their own.
+ */
+function recordColumn(record: StoredRecord): Omit<StoredRecord, 'seq' | 'model'> {
+  const { seq: _seq, model: _model, vec: _vec, batch: _batch, history: _history, ...rest } = record;
   return rest;
 }
 
-async function insertVersions(client: pg.PoolClient, userId: string, versions: ReadonlyArray<{ id: string; entry: MemoryVersion }>): Promise<void> {
+/** Earliest instant a timestamptz holds (4714-11-24 BC); the latest is past every JavaScript date. */
+const TIMESTAMPTZ_MIN_MS = -210_866_803_200_000;
+
+/**
+ * Unix ms as `to_timestamp(ms / 1000)` takes them: a date before PostgreSQL's range (the JSONL
+ * store keeps any JavaScript date) is -infinity there, which sorts before every cutoff alike.
+ */
+function timestampMs(ms: number): number {
+  return ms < TIMESTAMPTZ_MIN_MS ? -Infinity : ms;
+}
+
+async function insertVersions(client: pg.PoolClient, userKey: string, versions: ReadonlyArray<{ id: string; entry: MemoryVersion }>): Promise<void> {
   await client.query(
     `INSERT INTO memory_versions (user_id, id, version, entry)
-     SELECT $1, t.id, t.version, t.entry::jsonb FROM unnest($2::text[], $3::int[], $4::text[]) AS t(id, version, entry)
+     SELECT $1, t.id, t.version, t.entry::json FROM unnest($2::text[], $3::bigint[], $4::text[]) AS t(id, version, entry)
      ON CONFLICT DO NOTHING`,
-    [userId, versions.map((v) => v.id), versions.map((v) => v.entry.version), versions.map((v) => JSON.stringify(v.entry))],
+    [userKey, versions.map((v) => encodeKey(v.id)), versions.map((v) => v.entry.version), versions.map((v) => encodeJson(v.entry))],
   );
 }
 

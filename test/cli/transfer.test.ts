@@ -92,3 +92,31 @@ describe('importing a MemoryPool memories file', () => {
     expect(blankUser.code).toBe(2);
   });
 });
+
+describe('moving text PostgreSQL could not hold before', () => {
+  it('an export holding NUL characters imports into PostgreSQL and comes back byte for byte; a line that is not valid Unicode is skipped, saying why', async () => {
+    const dataDir = await tempDir();
+    const databaseUrl = await freshDatabase();
+    const dir = await tempDir();
+    const [source, fromJsonl, fromPostgres] = ['source.jsonl', 'jsonl.jsonl', 'postgres.jsonl'].map((name) => path.join(dir, name));
+    const user = 'ana\u0000\uFDD0';
+    const lines = [
+      { id: 'm\u00001', user_id: user, text: 'NUL \u0000 inside, the escape \uFDD0 and \uFDD00, a literal \\u0000', tags: ['t\u0000'], importance: 0.5, source: 'cli', created_at: '2024-05-01T10:00:00.000Z', metadata: { 'k\u0000': 'v\u0000', n: 2 } },
+      { id: 'm-lone', user_id: user, text: 'a lone \ud800 surrogate', created_at: '2024-05-01T10:00:00.000Z' },
+      { id: 'm-3', user_id: user, text: 'ends with NUL\u0000', created_at: '-200000-01-01T00:00:00.000Z', session_id: 's\u0000', role: 'Caroline' },
+    ];
+    await writeFile(source, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
+
+    const intoJsonl = await run(['--data-dir', dataDir, 'import', source]);
+    expect(intoJsonl.json).toMatchObject({ imported: 2, malformed: 1 });
+    expect(intoJsonl.stderr).toContain(`${source}:2: malformed line skipped (text: must be valid Unicode text: a lone surrogate at character 7)`);
+    expect((await run(['--data-dir', dataDir, 'export', '--out', fromJsonl])).json).toMatchObject({ exported: 2 });
+    const exported = await readFile(fromJsonl, 'utf8');
+    expect(exported).toContain('\\u0000');
+
+    const intoPostgres = await run(['import', fromJsonl, '--database-url', databaseUrl]);
+    expect(intoPostgres.json, intoPostgres.stderr).toEqual({ imported: 2, skipped: 0, reembedded: 0, malformed: 0, duplicates: 0 });
+    expect((await run(['--database-url', databaseUrl, 'export', '--out', fromPostgres])).json).toMatchObject({ exported: 2 });
+    expect(await readFile(fromPostgres, 'utf8')).toBe(exported);
+  });
+});

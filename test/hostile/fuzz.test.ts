@@ -2,18 +2,20 @@ import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { build, openService } from '../helper.js';
+import { freshDatabase } from '../support/postgres.js';
 
 /**
  * Thousands of generated requests (random JSON, mutated valid bodies, broken text, raw bytes,
  * odd query strings and ids) at every route that takes input: never a 5xx, every error in the
- * error body's shape, and the store written meanwhile loads whole afterwards.
+ * error body's shape, and the store written meanwhile loads whole afterwards. On both stores:
+ * the JSONL data directory and PostgreSQL.
  */
 
 const USERS = ['fuzz-a', 'fuzz-b', 'default'];
 const DELETE = Symbol('delete');
 
 const userId = fc.oneof(fc.constantFrom(...USERS), fc.string({ maxLength: 8 }));
-const word = fc.constantFrom('garden', 'violin', 'May', '2023', 'last week', 'Caroline', 'ünïcødé', '😀', 'שלום', '\u0000', '');
+const word = fc.constantFrom('garden', 'violin', 'May', '2023', 'last week', 'Caroline', 'ünïcødé', '😀', 'שלום', '\u0000', '\uFDD0', '\ud800', '');
 const text = fc.oneof(
   { arbitrary: fc.array(word, { minLength: 1, maxLength: 6 }).map((words) => words.join(' ')), weight: 4 },
   { arbitrary: fc.string({ unit: 'grapheme', maxLength: 40 }), weight: 1 },
@@ -125,9 +127,15 @@ function expectWellFormed(response: { statusCode: number; body: string; headers:
   }
 }
 
-describe('fuzzing every route that takes input', () => {
+const stores: Array<[string, () => Promise<{ dataDir?: string; databaseUrl?: string }>]> = [
+  ['jsonl', async () => ({})],
+  ['postgres', async () => ({ databaseUrl: await freshDatabase() })],
+];
+
+describe.each(stores)('fuzzing every route that takes input: %s', (_name, where) => {
   it('1500 generated requests: no 5xx, errors in the error body, and the store loads whole afterwards', async () => {
-    const { app, service, dataDir } = await build();
+    const { databaseUrl } = await where();
+    const { app, service, dataDir } = await build({ service: { databaseUrl } });
     // Some memories to find, get and delete.
     for (const user of USERS) {
       await service.addConversation({ requestId: 'seed', userId: user, sessionId: 's1', messages: [{ role: 'Caroline', content: 'I planted violets in the garden last May.' }] });
@@ -158,7 +166,7 @@ describe('fuzzing every route that takes input', () => {
 
     const warnings: Array<Record<string, unknown>> = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
-    const reopened = await openService({ dataDir, logger });
+    const reopened = await openService({ dataDir, databaseUrl, logger });
     await reopened.indexesReady();
     const after = await reopened.stats();
     expect(warnings).toEqual([]);

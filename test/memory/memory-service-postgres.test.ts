@@ -97,7 +97,7 @@ describe('MemoryService on PostgreSQL', () => {
         "SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE p.partstrat = 'h' ORDER BY c.relname",
       );
       expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_versions', 'users']);
-      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }]);
+      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
     });
   });
 });

@@ -30,4 +30,21 @@ describe('readMemoryLines', () => {
     expect(content.records.map(({ user_id, id }) => [user_id, id])).toEqual([['ana', 'a'], ['ben', 'a']]);
     expect(content.duplicates).toEqual([]);
   });
+
+  it('skips, naming why, a line that is not valid Unicode or whose vector is not whole float32s, and keeps a line in its own field order', async () => {
+    const lines = [
+      JSON.stringify({ text: 'NUL \u0000 is fine', id: 'a', metadata: { k: 'v' }, user_id: 'ana' }),
+      JSON.stringify({ id: 'b', text: 'lone \ud800' }),
+      JSON.stringify({ id: 'c', text: 'x', metadata: { ['k\udc00']: 1 } }),
+      JSON.stringify({ id: 'd', text: 'x', vec: 'abc', model: 'm' }),
+    ];
+    const content = await readMemoryLines(lines, { now: new Date('2025-01-01T00:00:00.000Z') });
+    expect(content.records.map((record) => Object.keys(record))).toEqual([['text', 'id', 'metadata', 'user_id', 'tags', 'importance', 'source', 'created_at']]);
+    expect(content.records[0].text).toBe('NUL \u0000 is fine');
+    expect(content.malformed).toEqual([
+      { line: 2, reason: 'text: must be valid Unicode text: a lone surrogate at character 5' },
+      { line: 3, reason: 'metadata.k\udc00: must be valid Unicode text: a lone surrogate at character 1' },
+      { line: 4, reason: 'vec: must be base64 of float32 values' },
+    ]);
+  });
 });

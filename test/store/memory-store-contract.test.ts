@@ -244,6 +244,34 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
     expect(Array.from(units[1].vector!)).toEqual([1, 2, 3, 4]);
     expect(await store.storedBytes('u')).toBeGreaterThan(0);
   });
+
+  it('keeps any valid Unicode exactly (NUL, the noncharacter the PostgreSQL encoding escapes with), keys of any length, any date and version', async () => {
+    const { store, reopen } = await open();
+    const odd = 'nul \u0000 esc \uFDD0 both \uFDD00 \\u0000 literally 😀';
+    const users = [`user ${odd}`, 'u'.repeat(5_000), `${'é'.repeat(700)}\u0000`];
+    for (const userId of users) {
+      const written = draft(userId, odd, { requestId: `r ${odd} ${'r'.repeat(3_000)}`, createdAt: '-200000-01-01T00:00:00.000Z', sessionId: `s ${odd}` });
+      written.record.id = `id ${odd} ${'i'.repeat(2_000)}`;
+      written.record.metadata = { [`key ${odd}`]: `value ${odd}`, big: 1e308, tiny: 5e-324 };
+      written.record.model = `model ${odd}`;
+      written.record.tags = [odd, ''];
+      written.record.history = [{ version: 3_000_000_000, text: odd, tags: [odd], importance: 0.5, metadata: { [odd]: odd }, updated_at: '2020-01-01T00:00:00.000Z' }];
+      await store.append(userId, [written], { requestId: written.record.request_id });
+      expect(await store.append(userId, [written], { requestId: written.record.request_id })).toBeNull();
+      expect(await store.listUsers()).toContain(userId);
+      const { history, ...record } = written.record;
+      for (const reader of [store, await reopen()]) {
+        expect(await reader.hasRequest(userId, written.record.request_id!)).toBe(true);
+        expect((await reader.load(userId)).units.map((unit) => unit.record)).toEqual([{ ...record, seq: 0 }]);
+        expect(await reader.history(userId, record.id)).toEqual(history);
+        expect(await reader.userCounts(userId)).toEqual({ count: 1, sessions: 1 });
+      }
+      const updated = await store.update(userId, record.id, { text: `${odd} again`, updatedAt: '2030-01-01T00:00:00.000Z' });
+      expect(updated?.record).toMatchObject({ id: record.id, text: `${odd} again` });
+      expect((await store.removeOlderThan(userId, Date.parse('1970-01-01'))).removed).toEqual([{ id: record.id, seq: 1 }]);
+      expect(await store.history(userId, record.id)).toEqual([]);
+    }
+  });
 });
 
 describe('PostgresStore', () => {
