@@ -1,5 +1,7 @@
 import type { Logger } from '../logger.js';
-import { JsonlStore, sameFile, sameStamp, type FileStamp, type LoadedUser } from './jsonl-store.js';
+import { sameFile, sameStamp, type FileStamp } from './jsonl/file-stamp.js';
+import type { LoadedUser } from './jsonl/load-records.js';
+import { JsonlStore } from './jsonl-store.js';
 import type { MemoryVersion } from '../memory/types.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
