@@ -6,7 +6,7 @@ import { storageError } from '../../errors.js';
 import { fsyncPath, writeAtomically, writeFully } from './atomic-file.js';
 
 const USERS_DIR = 'users';
-export const MEMORIES_FILE = 'memories.jsonl';
+const MEMORIES_FILE = 'memories.jsonl';
 export const QUARANTINE_FILE = 'quarantine.jsonl';
 const USER_FILE = 'user.json';
 /** Beside `users/`: per-user lock files and seq floors, which outlive a user's folder. */
