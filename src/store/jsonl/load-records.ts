@@ -1,11 +1,11 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { storageError } from '../../errors.js';
 import type { StoredRecord } from '../stored-record.js';
+import { writeFully } from './atomic-file.js';
 import { sameFile, stampOf, type FileStamp } from './file-stamp.js';
 import { QUARANTINE_FILE, type UserLayout } from './layout.js';
 import { incompleteAddStart, parseLines } from './record-lines.js';
 import type { SidecarWriter } from './sidecar-writer.js';
-import { writeFully } from './atomic-file.js';
 import { rewriteRecords } from './user-file.js';
 
 export interface LoadedUser {
