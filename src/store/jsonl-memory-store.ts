@@ -1,33 +1,15 @@
 import type { Logger } from '../logger.js';
-import { JsonlStore, sameFile, sameStamp, type FileStamp, type LoadedUser } from './jsonl-store.js';
+import { sameFile, sameStamp, type FileStamp } from './jsonl/file-stamp.js';
+import { admitToHead, moveHead, newHead, type Head } from './jsonl/file-head.js';
+import type { LoadedUser } from './jsonl/load-records.js';
+import { UserQueue } from './jsonl/user-queue.js';
+import { JsonlStore } from './jsonl-store.js';
 import type { MemoryVersion } from '../memory/types.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
-/**
- * What the store knows of a user's memories file, so that a write needs no read of it and a
- * request learns whether anything changed from one stat.
- */
-interface Head {
-  nextSeq: number;
-  requestIds: Set<string>;
-  count: number;
-  version: number;
-  /** The file as last seen, and how many of its bytes (whole lines) the head covers. */
-  file: FileStamp;
-  covered: number;
-  /**
-   * Where in the file the records of seq >= key begin, for the last few points the head moved
-   * through: a replica asking for the seqs since one of them reads only what follows.
-   */
-  offsets: Map<number, number>;
-}
-
 /** Users whose files a count stats at once. */
 const COUNT_BATCH = 64;
-
-/** Points kept in `Head.offsets` (a replica more writes behind than this reloads the user). */
-const OFFSETS_KEPT = 64;
 
 /**
  * The store contract over a JSONL data directory that any number of processes (servers, CLI
@@ -49,7 +31,7 @@ export class JsonlMemoryStore implements MemoryStore {
   readonly kind = 'jsonl';
   readonly files: JsonlStore;
   private readonly heads = new Map<string, Head>();
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly queue = new UserQueue();
   /** Line counts of users whose head is not known (counted without parsing, for the pool's total), with the stamp counted. */
   private readonly lineCounts = new Map<string, { stamp: FileStamp; count: number }>();
   private clock = 0;
@@ -71,7 +53,7 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.queues.values()].map((queued) => queued.catch(() => undefined)));
+    await this.queue.settled();
     await this.files.sidecarsSettled();
   }
 
@@ -105,7 +87,7 @@ export class JsonlMemoryStore implements MemoryStore {
     const stamp = await this.files.stamp(userId);
     const head = this.heads.get(userId);
     if (head && stamp && sameStamp(head.file, stamp)) return head.count;
-    if (head) return (await this.serial(userId, () => this.catchUp(userId, false)))?.count ?? 0;
+    if (head) return (await this.queue.run(userId, () => this.catchUp(userId, false)))?.count ?? 0;
     if (!stamp) {
       this.lineCounts.delete(userId);
       return 0;
@@ -116,7 +98,7 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   userCounts(userId: string): Promise<{ count: number; sessions: number }> {
-    return this.serial(userId, () => this.files.countSessions(userId));
+    return this.queue.run(userId, () => this.files.countSessions(userId));
   }
 
   async storedBytes(userId: string): Promise<number> {
@@ -125,7 +107,7 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   load(userId: string): Promise<UserSnapshot> {
-    return this.serial(userId, () => this.readUser(userId));
+    return this.queue.run(userId, () => this.readUser(userId));
   }
 
   async version(userId: string): Promise<number> {
@@ -133,7 +115,7 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   changesSince(userId: string, fromSeq: number): Promise<UserChanges> {
-    return this.serial(userId, async () => {
+    return this.queue.run(userId, async () => {
       const head = await this.catchUp(userId, false);
       if (!head) return { version: 0, count: 0, units: [] };
       if (fromSeq >= head.nextSeq) return { version: head.version, count: head.count, units: [] };
@@ -175,7 +157,7 @@ export class JsonlMemoryStore implements MemoryStore {
         head.count += records.length;
         if (options.requestId !== undefined) head.requestIds.add(options.requestId);
         head.version = version;
-        this.moveTo(head, written.stamp, Number(written.stamp.size));
+        moveHead(head, written.stamp, Number(written.stamp.size));
       } else if (written.sizeBefore === 0) {
         this.heads.set(userId, newHead(records, version, written.stamp, Number(written.stamp.size), 0));
       } else {
@@ -253,7 +235,7 @@ export class JsonlMemoryStore implements MemoryStore {
    * of the file runs inside: it must read the file inside too (`files.load` may repair it here).
    */
   withUserLock<T>(userId: string, task: () => Promise<T>): Promise<T> {
-    return this.serial(userId, () => this.files.withUserLock(userId, task));
+    return this.queue.run(userId, () => this.files.withUserLock(userId, task));
   }
 
   /** Rewrites the user's file without the matching memories. */
@@ -290,7 +272,7 @@ export class JsonlMemoryStore implements MemoryStore {
       head.count = changed.records.length;
       if (changed.contentChanged) head.version = ++this.clock;
       head.offsets.clear();
-      this.moveTo(head, stamp, Number(stamp.size));
+      moveHead(head, stamp, Number(stamp.size));
       return { previousVersion, version: head.version };
     });
   }
@@ -312,7 +294,7 @@ export class JsonlMemoryStore implements MemoryStore {
     // Not a file this store wrote: nothing to learn from it (the next write finds out what it is).
     if (stamp && !stamp.regular) return known ?? null;
     if (!known && !stamp) return null;
-    return this.serial(userId, () => this.catchUp(userId, false));
+    return this.queue.run(userId, () => this.catchUp(userId, false));
   }
 
   /**
@@ -331,8 +313,8 @@ export class JsonlMemoryStore implements MemoryStore {
     if (head && sameFile(head.file, stamp) && stamp.size >= BigInt(head.covered)) {
       const appended = await this.files.readAppended(userId, head.file, head.covered);
       if (appended && !(locked && appended.unfinished)) {
-        this.admit(head, appended.records);
-        this.moveTo(head, appended.stamp, appended.end);
+        if (appended.records.length > 0) admitToHead(head, appended.records, ++this.clock);
+        moveHead(head, appended.stamp, appended.end);
         return head;
       }
     }
@@ -347,25 +329,6 @@ export class JsonlMemoryStore implements MemoryStore {
    */
   private async readRepairing<T>(userId: string, read: (repair: boolean) => Promise<T | null>): Promise<T> {
     return (await read(false)) ?? (await this.files.withUserLock(userId, async () => (await read(true)) as T));
-  }
-
-  /** Takes appended records into the head; the version moves on when there are any. */
-  private admit(head: Head, records: readonly StoredRecord[]): void {
-    if (records.length === 0) return;
-    for (const record of records) {
-      head.nextSeq = Math.max(head.nextSeq, record.seq + 1);
-      if (record.request_id !== undefined) head.requestIds.add(record.request_id);
-    }
-    head.count += records.length;
-    head.version = ++this.clock;
-  }
-
-  /** The head now covers the file up to `covered` bytes, as `stamp` saw it. */
-  private moveTo(head: Head, stamp: FileStamp, covered: number): void {
-    head.file = stamp;
-    head.covered = covered;
-    head.offsets.set(head.nextSeq, covered);
-    if (head.offsets.size > OFFSETS_KEPT) head.offsets.delete(head.offsets.keys().next().value!);
   }
 
   /**
@@ -386,31 +349,6 @@ export class JsonlMemoryStore implements MemoryStore {
     this.heads.set(userId, head);
     return head;
   }
-
-  /** Runs one user's store operations one at a time, in arrival order. */
-  private serial<T>(userId: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(userId) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(task);
-    const tail = run.catch(() => undefined);
-    this.queues.set(userId, tail);
-    void tail.then(() => {
-      if (this.queues.get(userId) === tail) this.queues.delete(userId);
-    });
-    return run;
-  }
-}
-
-function newHead(records: readonly StoredRecord[], version: number, file: FileStamp, covered: number, floor: number): Head {
-  const nextSeq = records.reduce((max, record) => Math.max(max, record.seq + 1), floor);
-  return {
-    nextSeq,
-    requestIds: new Set(records.flatMap((record) => (record.request_id === undefined ? [] : [record.request_id]))),
-    count: records.length,
-    version,
-    file,
-    covered,
-    offsets: new Map([[nextSeq, covered]]),
-  };
 }
 
 /** Records read with their `vec` as units (vectors decoded, `vec` and `batch` dropped). */

@@ -1,8 +1,9 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
-import { open, readFile, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { open, readFile, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { storageError } from '../errors.js';
+import { writeAtomically } from './jsonl/atomic-file.js';
 
 /** The MemoryPool tool's own storage, at the data directory's root (memorypool keeps its users under `users/`). */
 const LEGACY_FILE = 'memories.jsonl';
@@ -117,24 +118,8 @@ export class LegacyClaim {
    * marker means the take-in runs again, storing only the ids not yet stored).
    */
   async markTakenIn(content: Buffer, summary: TakeInSummary): Promise<void> {
-    const marker = path.join(this.dataDir, TAKEN_IN_FILE);
-    const temp = `${marker}.tmp-${process.pid}`;
     const body = { file: LEGACY_FILE, bytes: content.length, sha256: createHash('sha256').update(content).digest('hex'), taken_in_at: new Date().toISOString(), ...summary };
-    let handle: FileHandle | undefined;
-    try {
-      handle = await open(temp, 'w', 0o600);
-      await handle.writeFile(JSON.stringify(body) + '\n');
-      await handle.sync();
-      await handle.close();
-      handle = undefined;
-      await rename(temp, marker);
-      const dir = await open(this.dataDir, 'r');
-      await dir.sync().finally(() => dir.close());
-    } catch (error) {
-      await handle?.close().catch(() => undefined);
-      await rm(temp, { force: true }).catch(() => undefined);
-      throw storageError(error);
-    }
+    await writeAtomically(path.join(this.dataDir, TAKEN_IN_FILE), (handle) => handle.writeFile(JSON.stringify(body) + '\n'));
   }
 
   async release(): Promise<void> {

@@ -3,7 +3,8 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { indexIn, JsonlStore, LineCounter } from '../../src/store/jsonl-store.js';
+import { JsonlStore } from '../../src/store/jsonl-store.js';
+import { indexIn, LineCounter } from '../../src/store/jsonl/line-scanner.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
 import { tempDir } from '../helper.js';
 

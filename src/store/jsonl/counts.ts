@@ -1,0 +1,80 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { storageError } from '../../errors.js';
+import { sidecarHeader, SIDECAR_HEADER_BYTES, VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
+import type { UserLayout } from './layout.js';
+import { indexIn, LineCounter, stringEnd } from './line-scanner.js';
+import { readMemories } from './load-records.js';
+
+/** Bytes per read while counting lines. */
+const COUNT_PIECE_BYTES = 64 << 20;
+
+/** `,"session_id":"` can only be the key itself, as with `vec` (see line-scanner.ts). */
+const SESSION_KEY = Buffer.from(',"session_id":"', 'latin1');
+
+/**
+ * How many whole lines the user's memories file holds, for counts (nothing is parsed). A
+ * sidecar built from this very file (same inode, which a rewrite changes) states the count of
+ * the lines it covers, so only the lines appended since are scanned.
+ */
+export async function countRecords(layout: UserLayout, userId: string): Promise<number> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(layout.memoriesFile(userId), 'r');
+    const { ino, size } = await handle.stat();
+    const header = await readHeader(layout.userFile(userId, VECTOR_SIDECAR_FILE));
+    const known = header && header.inode === ino && header.covered <= size ? header : { count: 0, covered: 0 };
+    if (known.covered === size) return known.count;
+    // A piece at a time: a million memories' file is 3 GB, more than one read takes (and a
+    // buffer that size only to count newlines).
+    const piece = Buffer.allocUnsafe(Math.min(COUNT_PIECE_BYTES, size - known.covered));
+    const lines = new LineCounter();
+    for (let at = known.covered; at < size; ) {
+      const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - at), at);
+      if (bytesRead === 0) break;
+      lines.push(piece.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+    return known.count + lines.count;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw storageError(error);
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+async function readHeader(file: string): Promise<ReturnType<typeof sidecarHeader>> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(file, 'r');
+    const header = Buffer.alloc(SIDECAR_HEADER_BYTES);
+    const { bytesRead } = await handle.read(header, 0, header.length, 0);
+    return sidecarHeader(header.subarray(0, bytesRead));
+  } catch {
+    return null;
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/** Memories (whole lines) and distinct session ids in the user's file, read from the bytes without parsing a line. */
+export async function countSessions(layout: UserLayout, userId: string): Promise<{ count: number; sessions: number }> {
+  const read = await readMemories(layout, userId);
+  if (!read) return { count: 0, sessions: 0 };
+  const { content } = read;
+  const sessions = new Set<string>();
+  let count = 0;
+  let start = 0;
+  for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
+    if (end > start) {
+      count++;
+      const key = indexIn(content, SESSION_KEY, start, end);
+      if (key !== -1 && key < end) {
+        const value = stringEnd(content, key + SESSION_KEY.length, end);
+        if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
+      }
+    }
+    start = end + 1;
+  }
+  return { count, sessions: sessions.size };
+}

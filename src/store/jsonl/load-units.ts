@@ -1,0 +1,139 @@
+import { open, type FileHandle } from 'node:fs/promises';
+import { decodeVectors, type StoredRecord } from '../stored-record.js';
+import { checkSidecar, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
+import type { UserLayout } from './layout.js';
+import { countLines } from './line-scanner.js';
+import { parseRepairing, readMemories, readWhole, type LoadedUser } from './load-records.js';
+import { incompleteAddStart, parseLines, readRecordLines } from './record-lines.js';
+import type { SidecarWriter } from './sidecar-writer.js';
+
+/** A user's records (without `vec`) and, in the same order, their vectors (null where a line has none). */
+export interface LoadedUnits extends LoadedUser {
+  vectors: Array<Float32Array | null>;
+}
+
+type Units = Pick<LoadedUnits, 'records' | 'vectors'>;
+
+/**
+ * Reads a user's memories with their vectors decoded (records come without `vec`), for a load
+ * into memory. Vectors of the lines the binary sidecar covers are views of it and those lines are
+ * parsed with their base64 cut out; the rest is decoded. Whenever the sidecar does not prove
+ * current, the whole file is read with each vector decoded as its line is; and anything unusual
+ * (a line to quarantine) takes the plain path of `parseRepairing`. A new sidecar is written in
+ * the background when the one there is missing or far behind.
+ */
+export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, userId: string, repair: boolean): Promise<LoadedUnits | null> {
+  const read = await readMemories(layout, userId);
+  if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
+  const sidecar = await readSidecar(layout, userId, read.content);
+  const fast = sidecar ? parseWithSidecar(read.content, userId, sidecar) : null;
+  if (fast) {
+    const tail = fast.records.length - sidecar!.count;
+    if (tail >= Math.max(sidecars.minRecords, sidecar!.count / 8)) sidecars.refresh(userId, read, fast.records, fast.vectors);
+    return { ...fast, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
+  }
+  const decoded = parseDecoding(read.content, userId);
+  if (decoded) {
+    if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, read, decoded.records, decoded.vectors);
+    return { ...decoded, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
+  }
+  const loaded = await parseRepairing(layout, sidecars, userId, read, repair);
+  if (!loaded) return null;
+  const vectors = decodeVectors(loaded.records.map((record) => record.vec));
+  const records = loaded.records.map(({ vec: _vec, ...record }) => record);
+  // After a quarantine the file was rewritten: the next load builds the sidecar from that file.
+  if (loaded.quarantined === 0 && records.length >= sidecars.minRecords) sidecars.refresh(userId, read, records, vectors);
+  return { ...loaded, records, vectors };
+}
+
+/** The sidecar when it proves to be built from this very file, else null (the reason logged). */
+async function readSidecar(layout: UserLayout, userId: string, content: Buffer): Promise<VectorSidecar | null> {
+  let bytes: Buffer;
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(layout.userFile(userId, VECTOR_SIDECAR_FILE), 'r');
+    bytes = await readWhole(handle, (await handle.stat()).size);
+  } catch {
+    return null;
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+  const checked = checkSidecar(bytes, content);
+  if (checked.status === 'valid') return checked.sidecar;
+  layout.logger.info({ user_dir: layout.userDir(userId), reason: checked.reason }, 'vector sidecar not used: decoding the vectors from the memories file');
+  return null;
+}
+
+/**
+ * The covered lines parsed without their `vec` (cut out of the bytes before decoding, so its
+ * string is never built), each checked against the sidecar's seq; the lines after it as usual.
+ * Null when anything does not fit, so the caller reads the file another way.
+ */
+function parseWithSidecar(content: Buffer, userId: string, sidecar: VectorSidecar): Units | null {
+  const records: StoredRecord[] = [];
+  const vectors: Array<Float32Array | null> = [];
+  // The sidecar covers whole lines only (checked), so none of them is torn.
+  const fits = readRecordLines(content, 0, sidecar.covered, userId, true, {
+    record: ({ record, vec }) => {
+      const index = records.length;
+      if (vec === null || index >= sidecar.count || sidecar.seqs[index] !== record.seq) return false;
+      records.push(record);
+      vectors.push(vectorAt(sidecar, index));
+      return true;
+    },
+    reject: () => false,
+  });
+  if (!fits || records.length !== sidecar.count) return null;
+  const tail = parseLines(content, sidecar.covered, content.length, userId);
+  if (tail.rejected.length > 0) return null;
+  const tailVectors = decodeVectors(tail.records.map((record) => record.vec));
+  for (const [i, { vec: _vec, ...record }] of tail.records.entries()) {
+    records.push(record);
+    vectors.push(tailVectors[i]);
+  }
+  // An Add cut short: the plain path decides what to quarantine.
+  if (incompleteAddStart(records) !== -1) return null;
+  return { records, vectors };
+}
+
+/**
+ * The whole file parsed with each line's `vec` decoded into one slab as the line is read (its
+ * base64 is cut out of the line and decoded at once), for a load without a usable sidecar.
+ * Parsing every record with its `vec` first held all the vectors' 2.7 KB strings at once:
+ * 2.7 GB of heap at a million memories, past V8's default limit. Null when any line is unusual
+ * (torn, malformed, another user's, a vector of another size, an Add cut short): the plain
+ * path then decides what to quarantine.
+ */
+function parseDecoding(content: Buffer, userId: string): Units | null {
+  if (content.length > 0 && content[content.length - 1] !== 0x0a) return null;
+  const lines = countLines(content);
+  const records: StoredRecord[] = [];
+  const vectors: Array<Float32Array | null> = [];
+  let slab: Buffer | null = null;
+  let floats: Float32Array | null = null;
+  let bytes = 0;
+  const fits = readRecordLines(content, 0, content.length, userId, true, {
+    record: ({ record, vec }) => {
+      records.push(record);
+      if (!vec) {
+        vectors.push(null);
+        return true;
+      }
+      const base64 = content.toString('latin1', vec.value, vec.close);
+      const length = Buffer.byteLength(base64, 'base64');
+      if (slab === null) {
+        if (length === 0 || length % 4 !== 0) return false;
+        bytes = length;
+        slab = Buffer.alloc(bytes * lines);
+        floats = new Float32Array(slab.buffer, slab.byteOffset, slab.length / 4);
+      }
+      const at = records.length - 1;
+      if (length !== bytes || slab.write(base64, at * bytes, bytes, 'base64') !== bytes) return false;
+      vectors.push(floats!.subarray((at * bytes) / 4, ((at + 1) * bytes) / 4));
+      return true;
+    },
+    reject: () => false,
+  });
+  if (!fits || incompleteAddStart(records) !== -1) return null;
+  return { records, vectors };
+}

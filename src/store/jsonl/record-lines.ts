@@ -1,0 +1,108 @@
+import { isStoredRecord, type StoredRecord } from '../stored-record.js';
+import { indexIn, vecMember, withoutMember, type VecMember } from './line-scanner.js';
+
+/** A line of a memories file that holds a memory of the user. */
+export interface RecordLine {
+  record: StoredRecord;
+  /** Where the line starts in the bytes read. */
+  start: number;
+  /** With `cutVectors`, the record's own `vec` member cut out of the line before it was parsed (null: the record has none). */
+  vec: VecMember | null;
+}
+
+/** Why a line is not a memory of the user: `torn`, no newline (a write cut short); `malformed`, anything else. */
+export type LineFault = 'torn' | 'malformed';
+
+/** What a walk over the lines hands each line to. Either method returns false to stop the walk. */
+export interface RecordLineSink {
+  record(line: RecordLine): boolean;
+  /** The line is the bytes [start, end); `lineNumber` counts from 1, known when the walk began at the file's start. */
+  reject(fault: LineFault, start: number, end: number, lineNumber: number | undefined): boolean;
+}
+
+/**
+ * Reads the lines in [from, to) of a memories file (`from` a line start) as memories of `userId`:
+ * every load goes through here, so this is the one place that says what a memory line is. Blank
+ * lines are skipped; a last line without its newline before `to` is torn; a line that is not JSON,
+ * not a memory (`isStoredRecord`) or another user's is malformed. With `cutVectors` the record's own
+ * `vec` member is cut out of the bytes before parsing, so its 2.7 KB string is never built (the
+ * caller decodes the base64 from the bytes); a record still holding a `vec` then (written where
+ * the cut does not look) is malformed to that walk. False when the sink stopped the walk.
+ */
+export function readRecordLines(content: Buffer, from: number, to: number, userId: string, cutVectors: boolean, sink: RecordLineSink): boolean {
+  let lineNumber = from === 0 ? 0 : -1;
+  for (let start = from; start < to; ) {
+    const newline = indexIn(content, 10, start);
+    const torn = newline === -1 || newline > to;
+    const end = torn ? to : newline;
+    const lineStart = start;
+    start = end + 1;
+    if (lineNumber >= 0) lineNumber++;
+    const vec = cutVectors ? vecMember(content, lineStart, end) : null;
+    const text = vec ? withoutMember(content, lineStart, end, vec) : content.toString('utf8', lineStart, end);
+    if (text.trim() === '') continue;
+    const where = lineNumber >= 0 ? lineNumber : undefined;
+    const record = torn ? null : parseRecord(text, userId);
+    const kept = record !== null && !(cutVectors && record.vec !== undefined)
+      ? sink.record({ record, start: lineStart, vec })
+      : sink.reject(torn ? 'torn' : 'malformed', lineStart, end, where);
+    if (!kept) return false;
+  }
+  return true;
+}
+
+function parseRecord(text: string, userId: string): StoredRecord | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return isStoredRecord(parsed) && parsed.user_id === userId ? parsed : null;
+}
+
+/** The lines of [from, to) as `readRecordLines` reads them, every one: the records, and the lines to quarantine with the warning for each. */
+export interface ParsedLines {
+  records: StoredRecord[];
+  /** Where each record's line starts. */
+  starts: number[];
+  rejected: string[];
+  warnings: Array<{ line?: number; msg: string }>;
+}
+
+const FAULT_WARNINGS: Record<LineFault, string> = {
+  torn: 'torn last line (no newline: a write was cut short); quarantined',
+  malformed: 'malformed memory line; quarantined',
+};
+
+/** Parses the lines in [from, to) with their `vec` kept; `from` is a line start. */
+export function parseLines(content: Buffer, from: number, to: number, userId: string): ParsedLines {
+  const parsed: ParsedLines = { records: [], starts: [], rejected: [], warnings: [] };
+  readRecordLines(content, from, to, userId, false, {
+    record: ({ record, start }) => {
+      parsed.records.push(record);
+      parsed.starts.push(start);
+      return true;
+    },
+    reject: (fault, start, end, line) => {
+      parsed.warnings.push({ line, msg: FAULT_WARNINGS[fault] });
+      parsed.rejected.push(content.toString('utf8', start, end));
+      return true;
+    },
+  });
+  return parsed;
+}
+
+/**
+ * Where the last Add's records start when fewer of them are there than it wrote (`batch`), so it
+ * was never acknowledged; -1 when the records end with a whole Add (or with no Add at all).
+ * Appends are serialised per user, so a crash can cut short only the last one. (Rewrites drop
+ * `batch`, so deleting single memories never trips this check.)
+ */
+export function incompleteAddStart(records: readonly StoredRecord[]): number {
+  const last = records.at(-1);
+  if (last?.request_id === undefined || last.batch === undefined) return -1;
+  let first = records.length - 1;
+  while (first > 0 && records[first - 1].request_id === last.request_id && records[first - 1].batch !== undefined) first--;
+  return records.length - first >= last.batch ? -1 : first;
+}

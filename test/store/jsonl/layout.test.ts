@@ -1,0 +1,45 @@
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../../src/logger.js';
+import { UserLayout } from '../../../src/store/jsonl/layout.js';
+import { tempDir } from '../../helper.js';
+
+describe('UserLayout', () => {
+  it('names a sync file by the hash of the user\'s folder alone, outside users/', async () => {
+    const dataDir = await tempDir();
+    const layout = new UserLayout(dataDir, silentLogger());
+    const folder = path.basename(layout.userDir('alice'));
+    const hash = folder.slice(folder.lastIndexOf('-') + 1);
+    expect(folder).toBe(`alice-${hash}`);
+    expect(hash).toMatch(/^[0-9a-f]{16}$/);
+    expect(layout.syncFile('alice', 'lock')).toBe(path.join(dataDir, 'sync', `${hash}.lock`));
+    expect(layout.memoriesFile('alice')).toBe(path.join(dataDir, 'users', folder, 'memories.jsonl'));
+  });
+
+  it('lists the users whose folder names them, and sees a folder named later', async () => {
+    const dataDir = await tempDir();
+    const layout = new UserLayout(dataDir, silentLogger());
+    await layout.init();
+    await layout.ensureUserDir('b');
+    await layout.ensureUserDir('a');
+    // A folder another process is creating: no user.json yet.
+    const pending = path.join(layout.usersDir, 'c-0000000000000000');
+    await mkdir(pending);
+    expect(await layout.listUsers()).toEqual(['a', 'b']);
+    await writeFile(path.join(pending, 'user.json'), JSON.stringify({ user_id: 'c' }) + '\n');
+    expect(await layout.listUsers()).toEqual(['a', 'b', 'c']);
+  });
+
+  it('creates a forgotten user\'s folder again', async () => {
+    const layout = new UserLayout(await tempDir(), silentLogger());
+    await layout.init();
+    await layout.ensureUserDir('a');
+    await rm(layout.userDir('a'), { recursive: true });
+    await layout.ensureUserDir('a');
+    expect(await layout.listUsers()).toEqual([]);
+    layout.forgetUserDir('a');
+    await layout.ensureUserDir('a');
+    expect(await layout.listUsers()).toEqual(['a']);
+  });
+});
