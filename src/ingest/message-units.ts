@@ -1,5 +1,5 @@
 import { splitSentences } from '../retrieval/analyzer.js';
-import { formatReadableDate, formatStamp } from '../retrieval/time-cues.js';
+import { formatReadableDate, formatStamp } from '../retrieval/time-cues/formatters.js';
 
 /**
  * The encoder reads at most 128 tokens; its SentencePiece vocabulary spends about 1.5 pieces

@@ -1,8 +1,9 @@
 import { lexicalText, standaloneContent, type UnitText } from '../ingest/message-units.js';
 import { analyze } from '../retrieval/analyzer.js';
 import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
-import { eventPeriod, hasTimeExpression } from '../retrieval/time-cues.js';
-import type { CorpusUnit } from '../retrieval/user-corpus.js';
+import { eventPeriod } from '../retrieval/time-cues/named-period.js';
+import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
+import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { StoredRecord } from '../store/stored-record.js';
 import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from './types.js';
 

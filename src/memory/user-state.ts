@@ -1,4 +1,4 @@
-import { UserCorpus } from '../retrieval/user-corpus.js';
+import { UserCorpus } from '../retrieval/corpus/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
 import { compactRecord, corpusUnit, type SharedStrings } from './memory-records.js';
 import { Mutex } from './mutex.js';

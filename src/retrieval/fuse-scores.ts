@@ -1,16 +1,17 @@
 /**
  * The terms of the fused search score, each a pure function of plain numbers so that a unit
- * test can pin it. How they combine (`fuseScore` below; `user-corpus.ts` feeds it):
+ * test can pin it. How they combine (`fuseScore` below; `corpus/` feeds it):
  *
  *   base(u)  = denseWeight · norm(dense(u)) + (1 − denseWeight) · norm(bm25(u))
  *              + optionWeight · max over options of the same base for the option's text
  *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
  *                + speaker, tag, time-cue (with catch-up), period and event-period boosts − question-turn penalty
  *                + disclosure cue: the queried speaker's first-person turns )
+ *              · importanceMultiplier · decayMultiplier
  *
+ * The parts, in the order they apply, are one list: `FUSED_PARTS` (the end of this file).
  * The period and event-period boosts are weighted by how exactly the periods coincide
  * (`periodCoincidence`): an exact day counts fully, a shared month or year for little.
- *              · importanceMultiplier · decayMultiplier
  *
  * dense(u) is the cosine between the query and the unit's vector blended with its previous
  * turn's (`contextCosine`); norm is min-max over the candidates, which keeps BM25's unbounded
@@ -19,6 +20,7 @@
  */
 
 import type { RetrievalWeights } from './retrieval-config.js';
+import type { TimePeriod } from './time-cues/calendar.js';
 
 const DAY_MS = 86_400_000;
 
@@ -98,12 +100,6 @@ export function disclosureCue(byQueriedPerson: boolean, firstPerson: boolean, ab
   return aboutPerson ? weights.disclosureBoost + weights.aboutPersonBoost : weights.disclosureBoost;
 }
 
-/** A half-open time range [startMs, endMs) in Unix milliseconds (as `time-cues.ts` resolves them). */
-export interface Span {
-  startMs: number;
-  endMs: number;
-}
-
 /**
  * How much a coincidence of periods says, by the wider one's length: (1 day / length)^sharpness,
  * 1 for a day or less. A question's day against a day-long event is near-certain evidence; a
@@ -120,7 +116,7 @@ export function periodSpecificity(lengthMs: number, sharpness: number): number {
  * times the specificity of the wider. 0 when they share no instant. 8 May against "yesterday"
  * said on 9 May is 1; May against that day is (1/31)^sharpness; 8 May against "last year" less still.
  */
-export function periodCoincidence(a: Span, b: Span, sharpness: number): number {
+export function periodCoincidence(a: TimePeriod, b: TimePeriod, sharpness: number): number {
   const overlap = Math.min(a.endMs, b.endMs) - Math.max(a.startMs, b.startMs);
   if (!(overlap > 0)) return 0;
   const lengthA = a.endMs - a.startMs;
@@ -129,7 +125,7 @@ export function periodCoincidence(a: Span, b: Span, sharpness: number): number {
 }
 
 /** A unit's own time against a period: inside it, the period's specificity; else 0. */
-export function instantCoincidence(timeMs: number, period: Span, sharpness: number): number {
+export function instantCoincidence(timeMs: number, period: TimePeriod, sharpness: number): number {
   if (!(timeMs >= period.startMs && timeMs < period.endMs)) return 0;
   return periodSpecificity(period.endMs - period.startMs, sharpness);
 }
@@ -141,6 +137,130 @@ export function tagBoost(unitTags: readonly string[], wantedTags: ReadonlySet<st
   for (const tag of unitTags) if (wantedTags.has(tag.toLowerCase())) hits++;
   return hits * boost;
 }
+
+/** What the cues read of a unit (a `CorpusUnit` is one). */
+export interface CueUnit {
+  readonly speaker: string | null;
+  readonly tags: readonly string[];
+  readonly timeMs: number;
+  readonly importance: number;
+  readonly hasTimeExpression: boolean;
+  readonly eventPeriod: TimePeriod | null;
+  readonly isQuestion: boolean;
+  readonly firstPerson: boolean;
+}
+
+/** The query's cues as the parts read them, derived once per search (`cueQuery`). */
+export interface CueQuery {
+  readonly speaker: string | null;
+  readonly role: string | null | undefined;
+  readonly wantedTags: ReadonlySet<string>;
+  readonly whenQuestion: boolean;
+  readonly aboutPerson: boolean;
+  readonly period: TimePeriod | null;
+  /** Whose first-person turns the disclosure cue favours (the queried speaker, else role); null while its weights are 0. */
+  readonly queried: string | null;
+  /** Decay counts a unit's age from here: the user's newest unit. */
+  readonly newestTimeMs: number;
+}
+
+/**
+ * One part of the fused score. A part without `value` is computed by the rank from the query's
+ * texts (the dense and lexical halves, the options, the neighbours); a part with one is a cue, a
+ * function of one unit and the query's cues, which `corpus/cue-columns.ts` fills a column with.
+ */
+export interface FusedPart {
+  readonly name: string;
+  readonly kind: 'add' | 'multiply';
+  /** Whether the query has the cue at all: when not, the part is neutral (adds 0, multiplies by 1) for every unit and is not computed. */
+  readonly applies?: (query: CueQuery, weights: RetrievalWeights) => boolean;
+  /** The cue's value for one unit; `catchUpTurn`: the unit is among the first two turns of its session. */
+  readonly value?: (unit: CueUnit, catchUpTurn: boolean, query: CueQuery, weights: RetrievalWeights) => number;
+}
+
+/**
+ * The fused score, part by part, in the order applied from 0: the score, its explanation and the
+ * columns a search fills are all built from this list, so a new cue is one entry here (and its
+ * weight in `RetrievalWeights`). The order is the order of the floating-point operations: moving
+ * an entry changes scores in their last bits.
+ */
+export const FUSED_PARTS = [
+  /** denseWeight · norm(dense): the query's cosine with the unit, blended with its previous turn's. */
+  { name: 'dense', kind: 'add' },
+  /** (1 − denseWeight) · norm(bm25). */
+  { name: 'bm25', kind: 'add' },
+  /** optionWeight · the best option's dense + lexical share. */
+  { name: 'options', kind: 'add' },
+  /** neighbourWeight · the better base score of the turn before and the turn after. */
+  { name: 'neighbours', kind: 'add' },
+  {
+    name: 'speaker',
+    kind: 'add',
+    applies: (query) => query.speaker !== null,
+    value: (unit, _catchUp, query, weights) => (unit.speaker === query.speaker ? weights.speakerBoost : 0),
+  },
+  {
+    name: 'role',
+    kind: 'add',
+    applies: (query) => Boolean(query.role),
+    value: (unit, _catchUp, query, weights) => (unit.speaker === query.role ? weights.roleBoost : 0),
+  },
+  {
+    name: 'tags',
+    kind: 'add',
+    value: (unit, _catchUp, query, weights) => (unit.tags.length > 0 ? tagBoost(unit.tags, query.wantedTags, weights.tagBoost) : 0),
+  },
+  {
+    name: 'timeCue',
+    kind: 'add',
+    applies: (query) => query.whenQuestion,
+    value: (unit, catchUp, query, weights) => timeCue(query.whenQuestion, unit.hasTimeExpression, catchUp, weights),
+  },
+  {
+    name: 'period',
+    kind: 'add',
+    applies: (query) => query.period !== null,
+    value: (unit, _catchUp, query, weights) => weights.periodBoost * instantCoincidence(unit.timeMs, query.period!, weights.periodSharpness),
+  },
+  {
+    name: 'eventPeriod',
+    kind: 'add',
+    applies: (query) => query.period !== null,
+    value: (unit, _catchUp, query, weights) =>
+      unit.eventPeriod ? weights.eventPeriodBoost * periodCoincidence(unit.eventPeriod, query.period!, weights.eventPeriodSharpness) : 0,
+  },
+  {
+    name: 'questionTurn',
+    kind: 'add',
+    value: (unit, _catchUp, _query, weights) => (unit.isQuestion ? -weights.questionTurnPenalty : 0),
+  },
+  {
+    name: 'disclosure',
+    kind: 'add',
+    applies: (query) => Boolean(query.queried),
+    value: (unit, _catchUp, query, weights) => disclosureCue(unit.speaker === query.queried, unit.firstPerson, query.aboutPerson, weights),
+  },
+  {
+    name: 'importance',
+    kind: 'multiply',
+    value: (unit, _catchUp, _query, weights) => importanceMultiplier(unit.importance, weights.importanceWeight),
+  },
+  {
+    name: 'decay',
+    kind: 'multiply',
+    value: (unit, _catchUp, query, weights) => decayMultiplier(query.newestTimeMs - unit.timeMs, weights.decayHalfLifeDays, weights.decayWeight),
+  },
+] as const satisfies readonly FusedPart[];
+
+export type FusedPartName = (typeof FUSED_PARTS)[number]['name'];
+/** The parts that are cues (those with a `value`). */
+export type CuePartName = Extract<(typeof FUSED_PARTS)[number], { value: unknown }>['name'];
+/** The cues, in list order, with their value function. */
+export type CuePart = FusedPart & { readonly name: CuePartName; readonly value: NonNullable<FusedPart['value']> };
+export const CUE_PARTS: readonly CuePart[] = (FUSED_PARTS as readonly FusedPart[]).filter((part): part is CuePart => part.value !== undefined);
+
+/** Every part of one unit's fused score, already weighted (see `FUSED_PARTS`). */
+export type FusedParts = Record<FusedPartName, number>;
 
 /** One term of a fused score: added to the running score, or multiplying it. */
 export interface ScoreTerm {
@@ -156,47 +276,21 @@ export interface ScoreExplanation {
 }
 
 /**
- * Every term of one unit's fused score, already weighted: the added ones in the order they are
- * summed, then the two multipliers. `dense` is denseWeight · norm(dense), `bm25` is
- * (1 − denseWeight) · norm(bm25), `options` the option share, `neighbours` the neighbour share.
- */
-export interface FusedParts {
-  dense: number;
-  bm25: number;
-  options: number;
-  neighbours: number;
-  speaker: number;
-  role: number;
-  tags: number;
-  timeCue: number;
-  period: number;
-  eventPeriod: number;
-  questionTurn: number;
-  disclosure: number;
-  importance: number;
-  decay: number;
-}
-
-const ADDED_PARTS = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'disclosure'] as const;
-const MULTIPLIED_PARTS = ['importance', 'decay'] as const;
-export type FusedPartName = (typeof ADDED_PARTS)[number] | (typeof MULTIPLIED_PARTS)[number];
-
-/**
- * The fused score of one unit: the added parts summed in order, then multiplied by importance and
- * decay. When `terms` is given, each part that changes the score is appended to it, so the
- * explanation is this very computation and cannot drift from it (`applyTerms` replays it exactly).
+ * The fused score of one unit: its parts applied in list order from 0. When `terms` is given,
+ * each part that changes the score is appended to it, so the explanation is this very
+ * computation and cannot drift from it (`applyTerms` replays it exactly).
  */
 export function fuseScore(parts: Readonly<FusedParts>, terms?: ScoreTerm[]): number {
   let score = 0;
-  for (const term of ADDED_PARTS) {
-    const value = parts[term];
-    score += value;
-    if (terms && value !== 0) terms.push({ term, kind: 'add', value });
-  }
-  for (const term of MULTIPLIED_PARTS) {
-    const value = parts[term];
-    score *= value;
-    if (terms && value !== 1) terms.push({ term, kind: 'multiply', value });
+  for (const { name, kind } of FUSED_PARTS) {
+    const value = parts[name];
+    if (kind === 'add') {
+      score += value;
+      if (terms && value !== 0) terms.push({ term: name, kind, value });
+    } else {
+      score *= value;
+      if (terms && value !== 1) terms.push({ term: name, kind, value });
+    }
   }
   return score;
 }
@@ -205,33 +299,24 @@ export function fuseScore(parts: Readonly<FusedParts>, terms?: ScoreTerm[]): num
 export type FusedColumns = { readonly [K in FusedPartName]: ArrayLike<number> };
 
 /**
- * `fuseScore` of unit `i`, its parts read from columns: the same additions and multiplications
- * in the same order, hence the same bits, without filling a parts object per unit.
+ * `fuseScore` of units 0..count-1, their parts read from columns: the same additions and
+ * multiplications in the same order, hence the same bits. It is the hot loop of every search, so
+ * it is generated from `FUSED_PARTS` once, unrolled: a loop over the list per unit, or a pass
+ * per part over every unit, measured several times slower (the loads per part do not hoist).
  */
-export function fuseColumnsAt(columns: FusedColumns, i: number): number {
-  let score = 0;
-  score += columns.dense[i];
-  score += columns.bm25[i];
-  score += columns.options[i];
-  score += columns.neighbours[i];
-  score += columns.speaker[i];
-  score += columns.role[i];
-  score += columns.tags[i];
-  score += columns.timeCue[i];
-  score += columns.period[i];
-  score += columns.eventPeriod[i];
-  score += columns.questionTurn[i];
-  score += columns.disclosure[i];
-  score *= columns.importance[i];
-  score *= columns.decay[i];
-  return score;
+export const fuseColumns: (columns: FusedColumns, count: number) => Float64Array = generateFuseColumns();
+
+function generateFuseColumns(): (columns: FusedColumns, count: number) => Float64Array {
+  const load = FUSED_PARTS.map(({ name }, k) => `const c${k} = columns[${JSON.stringify(name)}];`);
+  const apply = FUSED_PARTS.map(({ kind }, k) => `s ${kind === 'add' ? '+=' : '*='} c${k}[i];`);
+  const body = [...load, 'const score = new Float64Array(count);', 'for (let i = 0; i < count; i++) {', 'let s = 0;', ...apply, 'score[i] = s;', '}', 'return score;'];
+  return new Function('columns', 'count', body.join('\n')) as (columns: FusedColumns, count: number) => Float64Array;
 }
 
 /** Unit `i`'s parts as `fuseScore` takes them (to explain a score). */
 export function partsAt(columns: FusedColumns, i: number): FusedParts {
   const parts = {} as FusedParts;
-  for (const term of ADDED_PARTS) parts[term] = columns[term][i];
-  for (const term of MULTIPLIED_PARTS) parts[term] = columns[term][i];
+  for (const { name } of FUSED_PARTS) parts[name] = columns[name][i];
   return parts;
 }
 
@@ -241,3 +326,6 @@ export function applyTerms(terms: readonly ScoreTerm[]): number {
   for (const { kind, value } of terms) score = kind === 'add' ? score + value : score * value;
   return score;
 }
+
+/** The cues of many units, one column per cue, all indexed alike (`corpus/cue-columns.ts` fills them). */
+export type CueColumns = { [K in CuePartName]: Float64Array };

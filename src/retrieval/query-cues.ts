@@ -2,7 +2,7 @@
  * Who a query is about, read from its words. Pure functions of the query and the user's known
  * speakers (lowercased roles), so the cues can be tested on their own.
  */
-import { hasTimeExpression } from './time-cues.js';
+import { hasTimeExpression } from './time-cues/time-expression.js';
 
 /** Roles that name no person: a question mentioning "user" is not about a speaker called user. */
 const GENERIC_ROLES = new Set(['user', 'assistant', 'system', 'human', 'ai', 'bot', 'tool', 'agent', 'model']);

@@ -4,7 +4,7 @@ import {
   contextCosine,
   decayMultiplier,
   disclosureCue,
-  fuseColumnsAt,
+  fuseColumns,
   fuseScore,
   importanceMultiplier,
   instantCoincidence,
@@ -138,15 +138,16 @@ describe('fusion terms', () => {
     expect(fuseScore(parts)).toBe(score);
   });
 
-  it('fuseColumnsAt gives each unit the very bits fuseScore gives its parts', () => {
+  it('fuseColumns gives each unit the very bits fuseScore gives its parts', () => {
     const names = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'disclosure', 'importance', 'decay'] as const;
     const units = 50;
     // Values whose sums round differently by order: a changed order of operations shows in the bits.
     const column = (k: number) => Float64Array.from({ length: units }, (_, i) => (k < 12 ? Math.sin(i * 3.7 + k) / (k + 1) : 1 + Math.cos(i + k) / 10));
     const columns = Object.fromEntries(names.map((name, k) => [name, column(k)])) as unknown as FusedColumns;
+    const scores = fuseColumns(columns, units);
     for (let i = 0; i < units; i++) {
       expect(partsAt(columns, i)).toEqual(Object.fromEntries(names.map((name) => [name, columns[name][i]])));
-      expect(fuseColumnsAt(columns, i)).toBe(fuseScore(partsAt(columns, i)));
+      expect(scores[i]).toBe(fuseScore(partsAt(columns, i)));
     }
   });
 

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { analyze } from '../../src/retrieval/analyzer.js';
-import { applyTerms, contextCosine, minMaxNormalize, type ScoreExplanation } from '../../src/retrieval/fuse-scores.js';
-import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../src/retrieval/retrieval-config.js';
-import { UserCorpus, type CorpusQuery, type CorpusUnit } from '../../src/retrieval/user-corpus.js';
-import { VectorIndex } from '../../src/retrieval/vector-index.js';
+import { analyze } from '../../../src/retrieval/analyzer.js';
+import { applyTerms, contextCosine, minMaxNormalize, type ScoreExplanation } from '../../../src/retrieval/fuse-scores.js';
+import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../../src/retrieval/retrieval-config.js';
+import type { CorpusQuery, CorpusUnit } from '../../../src/retrieval/corpus/corpus-types.js';
+import { UserCorpus } from '../../../src/retrieval/corpus/user-corpus.js';
+import { VectorIndex } from '../../../src/retrieval/vector-index.js';
 
 const DIM = 8;
 

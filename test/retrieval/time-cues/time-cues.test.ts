@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  eventPeriod,
-  formatReadableDate,
-  formatStamp,
-  hasTimeExpression,
-  isWhenQuestion,
-  namedPeriod,
-  periodsOverlap,
-} from '../../src/retrieval/time-cues.js';
+import { periodsOverlap } from '../../../src/retrieval/time-cues/calendar.js';
+import { formatReadableDate, formatStamp } from '../../../src/retrieval/time-cues/formatters.js';
+import { eventPeriod, namedPeriod } from '../../../src/retrieval/time-cues/named-period.js';
+import { hasTimeExpression } from '../../../src/retrieval/time-cues/time-expression.js';
+import { isWhenQuestion } from '../../../src/retrieval/time-cues/when-question.js';
 
 /** Tuesday 30 May 2023, 15:31 UTC. */
 const REFERENCE = new Date(Date.UTC(2023, 4, 30, 15, 31));
