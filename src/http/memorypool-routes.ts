@@ -1,51 +1,40 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MemoryService } from '../memory/memory-service.js';
-import { invoke, poolStats, scoredMemory, searchHits } from '../protocol/invoke.js';
-import {
-  addParamsSchema,
-  DEFAULT_USER,
-  idParamsSchema,
-  listParamsSchema,
-  updateBodySchema,
-  userScopeSchema,
-} from '../protocol/memorypool-schemas.js';
+import { invoke, runAction, type Action } from '../protocol/invoke.js';
+import { addParamsSchema, DEFAULT_USER, idParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import { OPERATION_TABLE as op } from '../protocol/operations.js';
+import { serveOperation } from './operation-route.js';
 import { authorizeUser } from './request-context.js';
 import { parseOr400 } from './validation.js';
 
 /** The MemoryPool protocol: /health, /mem, /invoke, plus deleting a user's data for good. */
 export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemoryService): void {
-  app.get('/health', async () => ({ ok: true, service: 'memorypool', count: await service.memoryCount() }));
+  /** The action on the query and path parameters together, as /invoke would run it. */
+  const asAction = (action: Action) => (request: FastifyRequest) =>
+    runAction(service, action, { ...(request.query as object), ...(request.params as object) }, (userId) => authorizeUser(request, userId), 'http');
 
-  app.post('/mem', async (request, reply) => {
+  serveOperation(app, op.health, async () => ({ ok: true, service: 'memorypool', count: await service.memoryCount() }));
+
+  serveOperation(app, op.add, async (request) => {
     const input = parseOr400(addParamsSchema, request.body ?? {});
     const userId = input.user_id ?? userFromQuery(request.query) ?? DEFAULT_USER;
     authorizeUser(request, userId);
-    const memory = await service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source });
-    return reply.code(201).send(memory);
+    return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source });
   });
 
-  app.get('/mem/search', async (request) => (await searchHits(service, request.query, (userId) => authorizeUser(request, userId))).map(scoredMemory));
+  serveOperation(app, op.search, asAction('search'));
+  serveOperation(app, op.list, asAction('list'));
+  serveOperation(app, op.stats, asAction('stats'));
 
-  app.get('/mem/list', async (request) => {
-    const input = parseOr400(listParamsSchema, request.query);
-    authorizeUser(request, input.user_id);
-    return service.list({ userId: input.user_id, limit: input.limit, filter: input.filter });
-  });
-
-  app.get('/mem/stats', async (request) => {
-    const input = parseOr400(userScopeSchema, request.query);
-    if (input.user_id !== undefined) authorizeUser(request, input.user_id);
-    return poolStats(service, (userId) => authorizeUser(request, userId), input.user_id);
-  });
-
-  app.get('/mem/:id', async (request) => {
+  // Not the get action: over HTTP the history is its own route, not a flag.
+  serveOperation(app, op.get, async (request) => {
     const input = parseOr400(idParamsSchema, { ...(request.query as object), ...(request.params as object) });
     const userId = input.user_id ?? DEFAULT_USER;
     authorizeUser(request, userId);
     return service.get(userId, input.id);
   });
 
-  app.patch('/mem/:id', async (request) => {
+  serveOperation(app, op.update, async (request) => {
     const { id } = parseOr400(idParamsSchema, request.params);
     const input = parseOr400(updateBodySchema, request.body ?? {});
     const userId = input.user_id ?? userFromQuery(request.query) ?? DEFAULT_USER;
@@ -53,24 +42,12 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     return service.updateMemory({ userId, id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata });
   });
 
-  app.get('/mem/:id/history', async (request) => {
-    const input = parseOr400(idParamsSchema, { ...(request.query as object), ...(request.params as object) });
-    const userId = input.user_id ?? DEFAULT_USER;
-    authorizeUser(request, userId);
-    return service.history(userId, input.id);
-  });
-
-  app.delete('/mem/:id', async (request) => {
-    const input = parseOr400(idParamsSchema, { ...(request.query as object), ...(request.params as object) });
-    const userId = input.user_id ?? DEFAULT_USER;
-    authorizeUser(request, userId);
-    await service.delete(userId, input.id);
-    return { deleted: input.id };
-  });
+  serveOperation(app, op.history, asAction('history'));
+  serveOperation(app, op.delete, asAction('delete'));
 
   app.post('/invoke', async (request) => invoke(service, request.body, (userId) => authorizeUser(request, userId)));
 
-  app.delete('/users/:user_id', async (request) => {
+  serveOperation(app, op.deleteUser, async (request) => {
     const { user_id: userId } = parseOr400(userScopeSchema, request.params);
     authorizeUser(request, userId!);
     const deleted = await service.deleteUser(userId!);

@@ -3,9 +3,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { createError } from '../errors.js';
+import { createError, errors } from '../errors.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
 import { errorBodySchema, validationErrorBodySchema } from '../protocol/response-schemas.js';
+import type { JsonShape } from '../protocol/operations.js';
 import { OPERATIONS, type OperationDoc } from './openapi-operations.js';
 import { packageVersion } from './package-files.js';
 
@@ -86,7 +87,7 @@ function operation(route: RegisteredRoute, doc: OperationDoc): Record<string, un
     description: success.description,
     ...(success.schema ? { content: { 'application/json': { schema: responseJsonSchema(success.schema) } } } : success.mediaType ? { content: { [success.mediaType]: {} } } : {}),
   };
-  const errorStatuses = new Set([...(doc.public ? [] : [401, 403]), ...(doc.errors ?? [])]);
+  const errorStatuses = new Set<number>([...(doc.public ? [] : [errors.UNAUTHORIZED.status, errors.FORBIDDEN.status]), ...(doc.errors ?? []).map((code) => errors[code].status)]);
   for (const status of [...errorStatuses].sort()) {
     const schema = status === 422 ? '#/components/schemas/ValidationError' : '#/components/schemas/Error';
     responses[String(status)] = { description: ERROR_TEXT[status], content: { 'application/json': { schema: { $ref: schema } } } };
@@ -98,7 +99,7 @@ function operation(route: RegisteredRoute, doc: OperationDoc): Record<string, un
 function parametersOf(
   schema: z.ZodType | undefined,
   where: 'path' | 'query',
-  shape?: { omit?: string[]; required?: string[] },
+  shape?: JsonShape,
   examples?: Record<string, Record<string, unknown>>,
 ): Record<string, unknown>[] {
   if (!schema) return [];

@@ -1,90 +1,47 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { z } from 'zod';
 import { isAppError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
-import { runAction, scoredMemory, searchHits, type Action, type UserCheck } from '../protocol/invoke.js';
+import { runAction, type Action } from '../protocol/invoke.js';
 import { packageVersion } from '../http/package-files.js';
-import { addParamsSchema, getParamsSchema, idParamsSchema, listParamsSchema, searchParamsSchema, updateParamsSchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
+import { OPERATION_LIST, OPERATION_TABLE, scoredMemory, searchHits, type UserCheck } from '../protocol/operations.js';
+import { parseOr400 } from '../http/validation.js';
 
 /**
- * The memory as Model Context Protocol tools. Each tool validates with the same schema as its
- * HTTP route (so a bad argument gets the message the API gives) and calls the same service.
+ * The memory as Model Context Protocol tools: one per operation that declares one
+ * (src/protocol/operations.ts), its input schema the action's params schema, so a bad argument
+ * gets the message the API gives, and its call the same action.
  */
 interface MemoryTool {
   name: string;
   description: string;
-  schema: z.ZodType;
-  /** Shapes the schema's JSON form for a model: spellings it need not see, fields it must send. */
-  shape?: { omit?: string[]; required?: string[] };
+  inputSchema: Tool['inputSchema'];
   run(service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<unknown>;
 }
 
-const viaAction =
-  (action: Action) =>
-  (service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<unknown> =>
-    runAction(service, action, args, checkUser, 'mcp');
+/** Where a tool answers more than its action: recall gives each hit's standalone `content`, for the model to quote. */
+const TOOL_RUNS: Partial<Record<Action, MemoryTool['run']>> = {
+  search: async (service, args, checkUser) =>
+    (await searchHits(service, parseOr400(OPERATION_TABLE.search.action.params, args), checkUser)).map((hit) => ({ ...scoredMemory(hit), content: hit.content })),
+};
 
-export const MEMORY_TOOLS: readonly MemoryTool[] = [
-  {
-    name: 'remember',
-    description:
-      'Store a fact about the user for later conversations. Write one self-contained statement ("Caroline adopted a dog named Max in May 2023"), not a transcript. Returns the stored memory with its id.',
-    schema: addParamsSchema,
-    shape: { required: ['text'] },
-    run: viaAction('add'),
-  },
-  {
-    name: 'recall',
-    description:
-      'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote; each distinct text once (`duplicates`: how many copies were folded into it). Narrow it with tag, filter (metadata key → value), since and until (ISO 8601 or Unix ms). Set explain to see how each score was made.',
-    schema: searchParamsSchema,
-    shape: { omit: ['q'], required: ['query'] },
-    run: async (service, args, checkUser) => (await searchHits(service, args, checkUser)).map((hit) => ({ ...scoredMemory(hit), content: hit.content })),
-  },
-  {
-    name: 'list_memories',
-    description: 'List stored memories, newest first (an update counts as new), optionally only those with a tag, matching metadata (filter) or in a time window (since, until). Use it to review what is known; use recall to answer a question.',
-    schema: listParamsSchema,
-    run: viaAction('list'),
-  },
-  {
-    name: 'get_memory',
-    description: 'Fetch one memory by its id; with history, also every version of it, oldest first (`versions`).',
-    schema: getParamsSchema,
-    shape: { required: ['id'] },
-    run: viaAction('get'),
-  },
-  {
-    name: 'update_memory',
-    description:
-      'Correct a memory in place when a fact changed ("moved to Berlin"): give its id and any of text, tags, importance, metadata (each replaces the stored one). Keeps the id, adds a version; searches find the new text at once, the old one stays in its history.',
-    schema: updateParamsSchema,
-    shape: { required: ['id'] },
-    run: viaAction('update'),
-  },
-  {
-    name: 'forget',
-    description: 'Delete one memory by its id, for good. Use it when the user asks to forget something or a memory is wrong.',
-    schema: idParamsSchema,
-    shape: { required: ['id'] },
-    run: viaAction('delete'),
-  },
-  {
-    name: 'memory_stats',
-    description: 'How much is stored: memories and users in the pool, per user counts, disk use and index state.',
-    schema: userScopeSchema,
-    run: viaAction('stats'),
-  },
-];
+export const MEMORY_TOOLS: readonly MemoryTool[] = OPERATION_LIST.flatMap((operation) => {
+  const { mcp, action } = operation;
+  if (!mcp || !action) return [];
+  const name = operation.name as Action;
+  return [
+    {
+      name: mcp.tool,
+      description: mcp.description,
+      // Built once: the schemas do not change while the process runs.
+      inputSchema: inputJsonSchema(action.params, mcp.shape) as Tool['inputSchema'],
+      run: TOOL_RUNS[name] ?? ((service, args, checkUser) => runAction(service, name, args, checkUser, 'mcp')),
+    },
+  ];
+});
 
-/** A tool list for `tools/list`, built once: the schemas do not change while the process runs. */
-const TOOL_LIST: Tool[] = MEMORY_TOOLS.map((tool) => ({
-  name: tool.name,
-  description: tool.description,
-  inputSchema: inputJsonSchema(tool.schema, tool.shape) as Tool['inputSchema'],
-}));
+const TOOL_LIST: Tool[] = MEMORY_TOOLS.map(({ name, description, inputSchema }) => ({ name, description, inputSchema }));
 
 /**
  * An MCP server over the service. `checkUser` applies the caller's token scope (the HTTP

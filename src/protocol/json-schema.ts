@@ -6,7 +6,7 @@ import { z } from 'zod';
  * alternative spellings a reader need not see; `required` names the fields whose absence the
  * schema reports in a custom check rather than by type.
  */
-export function inputJsonSchema(schema: z.ZodType, shape: { omit?: string[]; required?: string[] } = {}): Record<string, unknown> {
+export function inputJsonSchema(schema: z.ZodType, shape: { omit?: readonly string[]; required?: readonly string[] } = {}): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   delete json.$schema;
   const properties = json.properties as Record<string, unknown> | undefined;

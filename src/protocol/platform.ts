@@ -4,7 +4,7 @@ import { writtenAsNonInteger } from '../http/json-body.js';
 import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from '../http/request-limits.js';
 import { nonBlankString, parseOr422 } from '../http/validation.js';
 import type { MemoryService } from '../memory/memory-service.js';
-import type { UserCheck } from './invoke.js';
+import type { UserCheck } from './operations.js';
 
 /**
  * The evaluation platform's Add and Search: their request schemas (which the OpenAPI document and

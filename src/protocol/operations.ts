@@ -1,0 +1,359 @@
+import { z } from 'zod';
+import type { ErrorCode } from '../errors.js';
+import type { MemoryService } from '../memory/memory-service.js';
+import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
+import {
+  addParamsSchema,
+  DEFAULT_USER,
+  getParamsSchema,
+  idParamsSchema,
+  listParamsSchema,
+  searchParamsSchema,
+  updateBodySchema,
+  updateParamsSchema,
+  userScopeSchema,
+} from './memorypool-schemas.js';
+import { addRequestSchema, searchRequestSchema } from './platform.js';
+import {
+  addAnswerSchema,
+  deletedSchema,
+  deletedUserSchema,
+  healthSchema,
+  historySchema,
+  memorySchema,
+  memoryWithHistorySchema,
+  poolStatsSchema,
+  scoredMemorySchema,
+  searchAnswerSchema,
+} from './response-schemas.js';
+
+/**
+ * Every operation of the service, declared once: its route, request and answer schemas, summary,
+ * errors, client method, /invoke action and MCP tool. The OpenAPI document, /invoke's action list
+ * and dispatch, the MCP tools and the routes' method and path are built from this table;
+ * test/protocol/operations.test.ts checks the hand-written clients' methods against it.
+ */
+
+/** Called with each user an operation touches, before it is touched (token scopes). */
+export type UserCheck = (userId: string) => void;
+
+/** What a door passes to an action: the caller's scope, and the `source` an add gets when it names none. */
+export interface CallContext {
+  checkUser: UserCheck;
+  source: string;
+}
+
+/** Shapes a schema's JSON form for a reader: spellings it need not see, fields it must send. */
+export interface JsonShape {
+  omit?: readonly string[];
+  required?: readonly string[];
+}
+
+/** The operation in one flat object of params: an /invoke action (named as the operation), the CLI, MCP, the in-process pool. */
+export interface ActionSpec<Params extends z.ZodType = z.ZodType> {
+  params: Params;
+  /** What the action may answer when that differs from the route's answer. */
+  answers?: readonly z.ZodType[];
+  run(service: MemoryService, input: unknown, context: CallContext): Promise<unknown>;
+}
+
+export interface Operation {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  /** As fastify registers it (`:name` for a path parameter). */
+  path: string;
+  tag: 'MemoryPool' | 'Evaluation platform' | 'Operations';
+  summary: string;
+  description?: string;
+  /** Answers without a token. */
+  public?: boolean;
+  /** The route's request parts, each the schema it is validated with; examples of the query (GET) or body, each passing it. */
+  request: { path?: z.ZodObject; query?: z.ZodType; queryShape?: JsonShape; body?: z.ZodType; bodyShape?: JsonShape; examples?: Record<string, Record<string, unknown>> };
+  answer: { status: number; description: string; schema: z.ZodType };
+  /** What the operation itself may fail with, beyond a missing or out-of-scope token. */
+  errors: readonly ErrorCode[];
+  /** The method of the TypeScript client and the in-process pool (the Python client's is its snake_case). */
+  client: string;
+  action?: ActionSpec;
+  /** The MCP tool that runs the action, named and described for a model. */
+  mcp?: { tool: string; description: string; shape?: JsonShape };
+}
+
+/** An action whose `run` gets the output of its own params schema. */
+function action<P extends z.ZodType>(params: P, run: (service: MemoryService, input: z.output<P>, context: CallContext) => Promise<unknown>, answers?: z.ZodType[]): ActionSpec<P> {
+  return { params, answers, run: (service, input, context) => run(service, input as z.output<P>, context) };
+}
+
+const idPath = idParamsSchema.pick({ id: true });
+const userQuery = idParamsSchema.pick({ user_id: true });
+const userPath = z.object({ user_id: z.string().meta({ description: 'The user whose data goes' }) });
+// The writes that embed and append: what they may fail with besides their input.
+const WRITE_FAILURES = ['STORAGE_UNAVAILABLE', 'EMBEDDER_UNAVAILABLE'] as const;
+
+export const OPERATION_TABLE = {
+  health: {
+    method: 'GET',
+    path: '/health',
+    tag: 'Operations',
+    summary: 'Liveness and the number of memories held',
+    public: true,
+    request: {},
+    answer: { status: 200, description: 'Up', schema: healthSchema },
+    errors: [],
+    client: 'health',
+  },
+  add: {
+    method: 'POST',
+    path: '/mem',
+    tag: 'MemoryPool',
+    summary: 'Store a memory',
+    request: {
+      body: addParamsSchema,
+      examples: {
+        fact: { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8 },
+        minimal: { text: 'Prefers tea to coffee', user_id: 'alice' },
+        metadata: { text: 'The deploy key was rotated', metadata: { project: 'styx', agent: 'ops-bot', priority: 2 } },
+      },
+    },
+    answer: { status: 201, description: 'The stored memory', schema: memorySchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE', ...WRITE_FAILURES],
+    client: 'remember',
+    action: action(addParamsSchema, (service, input, { checkUser, source }) => {
+      const userId = checkedUser(input.user_id, checkUser);
+      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source ?? source });
+    }),
+    mcp: {
+      tool: 'remember',
+      description:
+        'Store a fact about the user for later conversations. Write one self-contained statement ("Caroline adopted a dog named Max in May 2023"), not a transcript. Returns the stored memory with its id.',
+      shape: { required: ['text'] },
+    },
+  },
+  search: {
+    method: 'GET',
+    path: '/mem/search',
+    tag: 'MemoryPool',
+    summary: 'Rank memories for a query',
+    description:
+      'Filters (`tag`, `meta.<key>=<value>` for each metadata key that must match, `since`, `until`) choose the memories ranked: a filtered search ranks among the matching ones only. Each distinct text is answered once (trimmed, white space collapsed, any case): the best-scored copy, the newest on ties, with `duplicates` when others were folded into it.',
+    request: {
+      query: searchParamsSchema,
+      queryShape: { omit: ['filter'], required: ['q'] },
+      examples: {
+        question: { q: 'what is the dog called', limit: '3' },
+        tagged: { q: 'dog', tag: 'pets', user_id: 'default' },
+        explained: { q: 'dog', explain: 'true' },
+        filtered: { q: 'deploy key', 'meta.project': 'styx', since: '2024-01-01T00:00:00Z', until: '1893456000000' },
+      },
+    },
+    answer: { status: 200, description: 'Memories, best first, each with its score', schema: z.array(scoredMemorySchema) },
+    errors: ['INVALID_PARAMETER'],
+    client: 'recall',
+    action: action(searchParamsSchema, async (service, input, { checkUser }) => (await searchHits(service, input, checkUser)).map(scoredMemory)),
+    mcp: {
+      tool: 'recall',
+      description:
+        'Search the long-term memory with a natural-language query. Returns the best-matching memories, best first, each with its relevance score and a standalone `content` (who said it, and when) you can quote; each distinct text once (`duplicates`: how many copies were folded into it). Narrow it with tag, filter (metadata key → value), since and until (ISO 8601 or Unix ms). Set explain to see how each score was made.',
+      shape: { omit: ['q'], required: ['query'] },
+    },
+  },
+  list: {
+    method: 'GET',
+    path: '/mem/list',
+    tag: 'MemoryPool',
+    summary: 'List memories, newest first',
+    description: 'Newest first (an update counts as new). Filters as on /mem/search: `tag`, `meta.<key>=<value>`, `since`, `until`.',
+    request: {
+      query: listParamsSchema,
+      queryShape: { omit: ['filter'] },
+      examples: { newest: { limit: '5' }, tagged: { tag: 'pets' }, filtered: { 'meta.project': 'styx', since: '1700000000000' } },
+    },
+    answer: { status: 200, description: 'Memories, newest first', schema: z.array(memorySchema) },
+    errors: ['INVALID_PARAMETER'],
+    client: 'list',
+    action: action(listParamsSchema, (service, input, { checkUser }) => {
+      checkUser(input.user_id);
+      return service.list({ userId: input.user_id, limit: input.limit, filter: input.filter });
+    }),
+    mcp: {
+      tool: 'list_memories',
+      description:
+        'List stored memories, newest first (an update counts as new), optionally only those with a tag, matching metadata (filter) or in a time window (since, until). Use it to review what is known; use recall to answer a question.',
+    },
+  },
+  get: {
+    method: 'GET',
+    path: '/mem/:id',
+    tag: 'MemoryPool',
+    summary: 'One memory',
+    request: { path: idPath, query: userQuery },
+    answer: { status: 200, description: 'The memory', schema: memorySchema },
+    errors: ['INVALID_PARAMETER', 'NOT_FOUND'],
+    client: 'get',
+    action: action(
+      getParamsSchema,
+      async (service, input, { checkUser }) => {
+        const userId = checkedUser(input.user_id, checkUser);
+        const memory = await service.get(userId, input.id);
+        return input.history ? { ...memory, versions: (await service.history(userId, input.id)).versions } : memory;
+      },
+      [memorySchema, memoryWithHistorySchema],
+    ),
+    mcp: { tool: 'get_memory', description: 'Fetch one memory by its id; with history, also every version of it, oldest first (`versions`).', shape: { required: ['id'] } },
+  },
+  update: {
+    method: 'PATCH',
+    path: '/mem/:id',
+    tag: 'MemoryPool',
+    summary: 'Update a memory in place',
+    description:
+      'Any of text, tags, importance, metadata (at least one; each replaces the stored one; validated as on POST /mem). Same id, version + 1, updated_at; a new text is re-embedded and re-indexed before the answer. The replaced version stays in the history.',
+    request: { path: idPath, query: userQuery, body: updateBodySchema },
+    answer: { status: 200, description: 'The updated memory', schema: memorySchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'NOT_FOUND', ...WRITE_FAILURES],
+    client: 'update',
+    action: action(updateParamsSchema, (service, input, { checkUser }) => {
+      const userId = checkedUser(input.user_id, checkUser);
+      return service.updateMemory({ userId, id: input.id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata });
+    }),
+    mcp: {
+      tool: 'update_memory',
+      description:
+        'Correct a memory in place when a fact changed ("moved to Berlin"): give its id and any of text, tags, importance, metadata (each replaces the stored one). Keeps the id, adds a version; searches find the new text at once, the old one stays in its history.',
+      shape: { required: ['id'] },
+    },
+  },
+  history: {
+    method: 'GET',
+    path: '/mem/:id/history',
+    tag: 'MemoryPool',
+    summary: "A memory's versions",
+    description: 'Oldest first, the current one last. Deleting the memory (or its user) deletes its history.',
+    request: { path: idPath, query: userQuery },
+    answer: { status: 200, description: 'Every version', schema: historySchema },
+    errors: ['INVALID_PARAMETER', 'NOT_FOUND'],
+    client: 'history',
+    action: action(idParamsSchema, (service, input, { checkUser }) => {
+      const userId = checkedUser(input.user_id, checkUser);
+      return service.history(userId, input.id);
+    }),
+  },
+  delete: {
+    method: 'DELETE',
+    path: '/mem/:id',
+    tag: 'MemoryPool',
+    summary: 'Delete one memory, its history with it',
+    request: { path: idPath, query: userQuery },
+    answer: { status: 200, description: 'Deleted', schema: deletedSchema },
+    errors: ['INVALID_PARAMETER', 'NOT_FOUND', 'STORAGE_UNAVAILABLE'],
+    client: 'forget',
+    action: action(idParamsSchema, async (service, input, { checkUser }) => {
+      const userId = checkedUser(input.user_id, checkUser);
+      await service.delete(userId, input.id);
+      return { deleted: input.id };
+    }),
+    mcp: { tool: 'forget', description: 'Delete one memory by its id, for good. Use it when the user asks to forget something or a memory is wrong.', shape: { required: ['id'] } },
+  },
+  stats: {
+    method: 'GET',
+    path: '/mem/stats',
+    tag: 'MemoryPool',
+    summary: 'Pool statistics',
+    request: { query: userScopeSchema },
+    answer: { status: 200, description: 'Counts per user (those the token covers)', schema: poolStatsSchema },
+    errors: ['INVALID_PARAMETER'],
+    client: 'stats',
+    action: action(userScopeSchema, (service, input, { checkUser }) => {
+      if (input.user_id !== undefined) checkUser(input.user_id);
+      return poolStats(service, checkUser, input.user_id);
+    }),
+    mcp: { tool: 'memory_stats', description: 'How much is stored: memories and users in the pool, per user counts, disk use and index state.' },
+  },
+  deleteUser: {
+    method: 'DELETE',
+    path: '/users/:user_id',
+    tag: 'MemoryPool',
+    summary: 'Delete everything stored for a user, index files included',
+    request: { path: userPath },
+    answer: { status: 200, description: 'Deleted', schema: deletedUserSchema },
+    errors: ['STORAGE_UNAVAILABLE'],
+    client: 'deleteUser',
+  },
+  platformAdd: {
+    method: 'POST',
+    path: '/add',
+    tag: 'Evaluation platform',
+    summary: 'Add a conversation (evaluation platform)',
+    description: 'Idempotent on (request_id, user_id). Answers once the memories are durable and searchable.',
+    request: {
+      body: addRequestSchema,
+      examples: {
+        conversation: {
+          request_id: 'r1',
+          user_id: 'conv-1',
+          session_id: 's1',
+          messages: [{ role: 'Caroline', content: 'I went to a support group yesterday.', timestamp: 1683554160000 }],
+        },
+      },
+    },
+    answer: { status: 200, description: 'Stored', schema: addAnswerSchema },
+    errors: ['MALFORMED_JSON', 'BODY_TOO_LARGE', 'VALIDATION_FAILED', ...WRITE_FAILURES],
+    client: 'add',
+  },
+  platformSearch: {
+    method: 'POST',
+    path: '/search',
+    tag: 'Evaluation platform',
+    summary: 'Search a user (evaluation platform)',
+    request: { body: searchRequestSchema, examples: { question: { query: 'What did Caroline attend?', user_id: 'conv-1', top_k: 10 } } },
+    answer: { status: 200, description: 'Best first, at most top_k', schema: searchAnswerSchema },
+    errors: ['MALFORMED_JSON', 'VALIDATION_FAILED'],
+    client: 'search',
+  },
+} satisfies Record<string, Operation>;
+
+export type OperationName = keyof typeof OPERATION_TABLE;
+/** The table's entries in declaration order, each with its name. */
+export const OPERATION_LIST: ReadonlyArray<Operation & { name: OperationName }> = Object.entries(OPERATION_TABLE).map(([name, operation]) => ({
+  ...(operation as Operation),
+  name: name as OperationName,
+}));
+
+/** A MemoryPool search (GET /mem/search, /invoke, the CLI, MCP recall): filtered as asked, each distinct text once. */
+export function searchHits(service: MemoryService, input: z.output<typeof searchParamsSchema>, checkUser: UserCheck): Promise<SearchHit[]> {
+  checkUser(input.user_id);
+  return service.search({ userId: input.user_id, query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true });
+}
+
+/** A search hit as the MemoryPool doors answer it: the memory, its score, its folded duplicates and its explanation when asked for. */
+export function scoredMemory(hit: SearchHit): ScoredMemory & { explanation?: ScoreExplanation } {
+  return {
+    ...hit.memory,
+    score: hit.score,
+    ...(hit.duplicates !== undefined ? { duplicates: hit.duplicates } : {}),
+    ...(hit.explanation ? { explanation: hit.explanation } : {}),
+  };
+}
+
+/** The user a call names (the default one when none), once the caller's scope allows it. */
+function checkedUser(userId: string | undefined, checkUser: UserCheck): string {
+  const user = userId ?? DEFAULT_USER;
+  checkUser(user);
+  return user;
+}
+
+/** Pool statistics restricted to the users the caller may see (all of them with an unscoped token). */
+async function poolStats(service: MemoryService, checkUser: UserCheck, onlyUser?: string): Promise<unknown> {
+  const stats = await service.stats();
+  const visible = stats.per_user.filter((entry) => (onlyUser === undefined || entry.user_id === onlyUser) && allowed(checkUser, entry.user_id));
+  if (visible.length === stats.per_user.length) return stats;
+  return { ...stats, count: visible.reduce((sum, entry) => sum + entry.count, 0), users: visible.length, per_user: visible };
+}
+
+function allowed(checkUser: UserCheck, userId: string): boolean {
+  try {
+    checkUser(userId);
+    return true;
+  } catch {
+    return false;
+  }
+}
