@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openMemoryPool } from '../../src/index.js';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 import { exerciseClient, failure } from './exercise-client.js';
 
 describe('openMemoryPool: the service in this process', () => {

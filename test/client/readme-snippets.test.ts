@@ -4,9 +4,9 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryPoolClient } from '../../src/client/index.js';
-import { projectRoot, startServerProcess, type ServerProcess } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
-import { assertBuilt } from '../replicas/replica-cluster.js';
+import { projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
+import { assertBuilt } from '../support/replica-cluster.js';
 
 /**
  * The README's client snippets, exactly as written there (each fenced block after a

@@ -5,8 +5,8 @@ import { BadRequestError, MemoryPoolClient, NotFoundError } from '../../src/clie
 import type { MemoryPoolApi } from '../../src/client/types.js';
 import { openMemoryPool } from '../../src/index.js';
 import { memoryTools } from '../../src/integrations/ai-sdk.js';
-import { projectRoot, startServerProcess } from '../durability/server-process.js';
-import { register, tempDir } from '../helper.js';
+import { projectRoot, startServerProcess } from '../support/server-process.js';
+import { register, tempDir } from '../support/helper.js';
 import { failure } from './exercise-client.js';
 
 /**

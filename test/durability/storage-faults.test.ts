@@ -6,8 +6,8 @@ import { silentLogger } from '../../src/logger.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { encodeVector } from '../../src/store/stored-record.js';
-import { build, openService, tempDir, testEmbedder } from '../helper.js';
-import { KEEP_GRAPHS, KEEP_GRAPHS_WEIGHTS, request, startServerProcess, waitForIndexes, type ServerProcess } from './server-process.js';
+import { build, openService, tempDir, testEmbedder } from '../support/helper.js';
+import { KEEP_GRAPHS, KEEP_GRAPHS_WEIGHTS, request, startServerProcess, waitForIndexes, type ServerProcess } from '../support/server-process.js';
 
 /**
  * The JSONL is the truth and the HNSW file a cache: a cache that is damaged or gone costs a

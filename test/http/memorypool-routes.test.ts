@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 const json = (body: unknown) => ({ 'content-type': 'application/json', payload: JSON.stringify(body) });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 const raw = (url: string, payload: string, headers: Record<string, string> = {}) => ({
   method: 'POST' as const,
