@@ -7,7 +7,7 @@ import { openMemoryPool } from '../../src/index.js';
 import { memoryTools } from '../../src/integrations/ai-sdk.js';
 import { projectRoot, startServerProcess } from '../support/server-process.js';
 import { register, tempDir } from '../support/helper.js';
-import { failure } from './exercise-client.js';
+import { failure } from '../support/exercise-client.js';
 
 /**
  * The clients' `update`, `history`, metadata and time filters, on issue 16's routes (PATCH
