@@ -10,9 +10,8 @@ import { register, tempDir } from '../support/helper.js';
 import { failure } from '../support/exercise-client.js';
 
 /**
- * The clients' `update`, `history`, metadata and time filters, on issue 16's routes (PATCH
- * /mem/{id}, GET /mem/{id}/history, `meta.<key>`, `since`, `until`, /invoke `update`): this
- * file passes once that issue is merged; the rest of test/client runs on the server without it.
+ * The clients' `update`, `history`, metadata and time filters, on the routes that serve them
+ * (PATCH /mem/{id}, GET /mem/{id}/history, `meta.<key>`, `since`, `until`, /invoke `update`).
  */
 
 async function exerciseUpdates(pool: MemoryPoolApi): Promise<void> {
@@ -46,7 +45,7 @@ async function exerciseUpdates(pool: MemoryPoolApi): Promise<void> {
   expect(corrected).toMatchObject({ id: dog.id, tags: ['pets', 'dogs'], version: 3 });
 }
 
-describe('update, history and filters (issue 16)', () => {
+describe('update, history and filters', () => {
   it('through the HTTP client against a real server', async () => {
     const server = await startServerProcess({ dataDir: await tempDir() });
     await exerciseUpdates(new MemoryPoolClient({ url: server.url, token: '' }));

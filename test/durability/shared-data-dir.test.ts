@@ -90,7 +90,7 @@ function expectedFrom(workers: readonly Worker[], userId: string): { kept: Set<s
 }
 
 describe('several processes on one data directory', () => {
-  it('a server and CLI commands adding at once: each side counts, finds, gets and deletes the other\'s memories (the issue\'s table)', async () => {
+  it('a server and CLI commands adding at once: each side counts, finds, gets and deletes the other\'s memories', async () => {
     const dataDir = await tempDir();
     const server = await startServerProcess({ dataDir });
     const [viaHttp, viaCli] = await Promise.all([

@@ -233,7 +233,7 @@ describe('tokens', () => {
   });
 });
 
-describe('memories that change (issue 16)', () => {
+describe('memories that change (PATCH /mem/{id}, GET /mem/{id}/history)', () => {
   const add = async (app: FastifyInstance, body: Record<string, unknown>) => {
     const response = await app.inject({ method: 'POST', url: '/mem', payload: body });
     expect(response.statusCode, response.body).toBe(201);
