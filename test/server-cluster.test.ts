@@ -3,9 +3,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { register, tempDir } from './helper.js';
+import { register, tempDir } from './support/helper.js';
 import { freshDatabase } from './support/postgres.js';
-import { freePort, projectRoot, sleep, startServerProcess, type ServerProcess } from './durability/server-process.js';
+import { freePort, projectRoot, sleep, startServerProcess, type ServerProcess } from './support/server-process.js';
 
 /**
  * `MEMORYPOOL_PROCESSES=2`: the cluster primary and two server processes on one port and one data

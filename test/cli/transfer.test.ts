@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from '../helper.js';
+import { tempDir } from '../support/helper.js';
 import { LEGACY_DUPLICATE_LINE, LEGACY_GOOD, LEGACY_MALFORMED_LINES, legacyFileText } from '../support/memorypool-file.js';
 import { freshDatabase } from '../support/postgres.js';
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { AuthenticationError, MemoryPoolClient } from '../../src/client/index.js';
-import { startServerProcess } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
-import { exerciseClient, failure } from './exercise-client.js';
+import { startServerProcess } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
+import { exerciseClient, failure } from '../support/exercise-client.js';
 
 describe('MemoryPoolClient against a real server', () => {
   it('runs every method', async () => {

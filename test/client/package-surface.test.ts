@@ -3,9 +3,9 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { projectRoot } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
-import { assertBuilt } from '../replicas/replica-cluster.js';
+import { projectRoot } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
+import { assertBuilt } from '../support/replica-cluster.js';
 
 /**
  * The package's exports as an application gets them: a fresh node process imports one by name

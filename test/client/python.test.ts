@@ -4,8 +4,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as answers from '../../src/protocol/response-schemas.js';
-import { projectRoot, startServerProcess } from '../durability/server-process.js';
-import { register, tempDir } from '../helper.js';
+import { projectRoot, startServerProcess } from '../support/server-process.js';
+import { register, tempDir } from '../support/helper.js';
 import { startMisbehavingServer } from './misbehaving-server.js';
 
 /**

@@ -5,14 +5,13 @@ import { BadRequestError, MemoryPoolClient, NotFoundError } from '../../src/clie
 import type { MemoryPoolApi } from '../../src/client/types.js';
 import { openMemoryPool } from '../../src/index.js';
 import { memoryTools } from '../../src/integrations/ai-sdk.js';
-import { projectRoot, startServerProcess } from '../durability/server-process.js';
-import { register, tempDir } from '../helper.js';
-import { failure } from './exercise-client.js';
+import { projectRoot, startServerProcess } from '../support/server-process.js';
+import { register, tempDir } from '../support/helper.js';
+import { failure } from '../support/exercise-client.js';
 
 /**
- * The clients' `update`, `history`, metadata and time filters, on issue 16's routes (PATCH
- * /mem/{id}, GET /mem/{id}/history, `meta.<key>`, `since`, `until`, /invoke `update`): this
- * file passes once that issue is merged; the rest of test/client runs on the server without it.
+ * The clients' `update`, `history`, metadata and time filters, on the routes that serve them
+ * (PATCH /mem/{id}, GET /mem/{id}/history, `meta.<key>`, `since`, `until`, /invoke `update`).
  */
 
 async function exerciseUpdates(pool: MemoryPoolApi): Promise<void> {
@@ -46,7 +45,7 @@ async function exerciseUpdates(pool: MemoryPoolApi): Promise<void> {
   expect(corrected).toMatchObject({ id: dog.id, tags: ['pets', 'dogs'], version: 3 });
 }
 
-describe('update, history and filters (issue 16)', () => {
+describe('update, history and filters', () => {
   it('through the HTTP client against a real server', async () => {
     const server = await startServerProcess({ dataDir: await tempDir() });
     await exerciseUpdates(new MemoryPoolClient({ url: server.url, token: '' }));

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import chromium from '@sparticuz/chromium';
 import { chromium as playwright, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 /**
  * The console in a real headless Chromium (the one the @sparticuz/chromium dev dependency ships,

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
-import { tempDir } from '../helper.js';
-import { KEEP_GRAPHS, request, sleep, startServerProcess, waitForIndexes } from './server-process.js';
+import { tempDir } from '../support/helper.js';
+import { KEEP_GRAPHS, request, sleep, startServerProcess, waitForIndexes } from '../support/server-process.js';
 
 /**
  * SIGKILL the real server in the middle of 32 clients' Adds, restart it on the same data

@@ -7,8 +7,8 @@ import { silentLogger } from '../../src/logger.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { readVectorIndexCache } from '../../src/store/vector-index-cache.js';
-import { register, tempDir } from '../helper.js';
-import { request, startServerProcess, type HttpResult, type ServerProcess } from './server-process.js';
+import { register, tempDir } from '../support/helper.js';
+import { request, startServerProcess, type HttpResult, type ServerProcess } from '../support/server-process.js';
 
 /**
  * A full disk, for real: the data directory on a small tmpfs of its own, filled by the server's

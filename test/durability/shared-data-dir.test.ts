@@ -7,10 +7,10 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { describe, expect, it } from 'vitest';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { silentLogger } from '../../src/logger.js';
-import { register, tempDir } from '../helper.js';
-import { callJson } from '../mcp/exercise-tools.js';
+import { register, tempDir } from '../support/helper.js';
+import { callJson } from '../support/exercise-tools.js';
 import { runCli } from '../support/run-cli.js';
-import { projectRoot, request, sleep, startServerProcess, type ServerProcess } from './server-process.js';
+import { projectRoot, request, sleep, startServerProcess, type ServerProcess } from '../support/server-process.js';
 
 /**
  * Several processes on one data directory, as users run them: `memorypool serve`, CLI commands,
@@ -90,7 +90,7 @@ function expectedFrom(workers: readonly Worker[], userId: string): { kept: Set<s
 }
 
 describe('several processes on one data directory', () => {
-  it('a server and CLI commands adding at once: each side counts, finds, gets and deletes the other\'s memories (the issue\'s table)', async () => {
+  it('a server and CLI commands adding at once: each side counts, finds, gets and deletes the other\'s memories', async () => {
     const dataDir = await tempDir();
     const server = await startServerProcess({ dataDir });
     const [viaHttp, viaCli] = await Promise.all([

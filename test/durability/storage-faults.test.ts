@@ -6,8 +6,8 @@ import { silentLogger } from '../../src/logger.js';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { encodeVector } from '../../src/store/stored-record.js';
-import { build, openService, tempDir, testEmbedder } from '../helper.js';
-import { KEEP_GRAPHS, KEEP_GRAPHS_WEIGHTS, request, startServerProcess, waitForIndexes, type ServerProcess } from './server-process.js';
+import { build, openService, tempDir, testEmbedder } from '../support/helper.js';
+import { KEEP_GRAPHS, KEEP_GRAPHS_WEIGHTS, request, startServerProcess, waitForIndexes, type ServerProcess } from '../support/server-process.js';
 
 /**
  * The JSONL is the truth and the HNSW file a cache: a cache that is damaged or gone costs a
@@ -152,7 +152,7 @@ describe('write faults', () => {
     for (const response of refused) {
       expect(response.statusCode, response.body).toBe(503);
       expect(response.json().detail.reason).toMatch(/disk is full/);
-      expect(response.headers['retry-after']).toBeDefined();
+      expect(response.headers['retry-after']).toBe('1');
     }
     // Nothing half-admitted: reads see only what was acknowledged, other users write on.
     const listed = (await app.inject({ method: 'GET', url: '/mem/list?user_id=full-u&limit=100' })).json();

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { HttpEmbedder } from '../../src/embedding/http-embedder.js';
-import { register } from '../helper.js';
+import { register } from '../support/helper.js';
 
 interface Call {
   authorization?: string;

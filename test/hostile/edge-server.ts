@@ -1,6 +1,6 @@
 import { loadConfig, type ConfigInput } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/main.js';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 
 /**
  * The real server in this process (main.ts's startServer: the server factory, plugins and all),

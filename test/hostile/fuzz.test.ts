@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { build, openService } from '../helper.js';
+import { build, openService } from '../support/helper.js';
 import { freshDatabase } from '../support/postgres.js';
 
 /**

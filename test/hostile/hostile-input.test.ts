@@ -1,8 +1,8 @@
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { build, openService, tempDir } from '../helper.js';
-import { request, sleep, startServerProcess } from '../durability/server-process.js';
+import { build, openService, tempDir } from '../support/helper.js';
+import { request, sleep, startServerProcess } from '../support/server-process.js';
 
 /**
  * What agents on the open network may send: oversized, deeply nested, huge, badly encoded,

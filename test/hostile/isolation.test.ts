@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import type { InjectOptions } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 /**
  * Randomized multi-user traffic over every route that reads or deletes: users whose ids look

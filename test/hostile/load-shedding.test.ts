@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
-import { openService, register, sleep } from '../helper.js';
+import { openService, register, sleep } from '../support/helper.js';
 
 /** 503 with retry-after while the event loop lags (src/http/load-shedding.ts), and only then. */
 

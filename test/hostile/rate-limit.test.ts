@@ -3,7 +3,7 @@ import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import type { RateLimitOptions } from '../../src/http/rate-limit.js';
 import { silentLogger } from '../../src/logger.js';
-import { openService, register, sleep } from '../helper.js';
+import { openService, register, sleep } from '../support/helper.js';
 import { startEdgeServer } from './edge-server.js';
 
 /** Optional per-token rate limits (src/http/rate-limit.ts): 429 with retry-after past the limit, never when off. */

@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { sleep } from '../helper.js';
+import { sleep } from '../support/helper.js';
 import { startEdgeServer } from './edge-server.js';
 
 /**

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/main.js';
-import { register, tempDir } from '../helper.js';
-import { projectRoot } from '../durability/server-process.js';
+import { register, tempDir } from '../support/helper.js';
+import { projectRoot } from '../support/server-process.js';
 import { startEdgeServer } from './edge-server.js';
 
 /** HTTPS served directly (--tls-cert/--tls-key), with a self-signed certificate made for the test by openssl. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 describe('console routes', () => {
   it('/ sends a browser to /ui and tells an API client where things are, without a token', async () => {

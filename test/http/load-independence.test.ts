@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEmbedder } from '../../src/embedding/create-embedder.js';
 import type { Embedder } from '../../src/embedding/embedder.js';
-import { build, register } from '../helper.js';
+import { build, register } from '../support/helper.js';
 
 // The same question gets the same answer under any load (issue 31). Two fresh apps on the
 // server's own encoder stack (int8 USE-lite, two encoder copies on threads, runs pooled across

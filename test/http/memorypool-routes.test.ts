@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 const json = (body: unknown) => ({ 'content-type': 'application/json', payload: JSON.stringify(body) });
 
@@ -233,7 +233,7 @@ describe('tokens', () => {
   });
 });
 
-describe('memories that change (issue 16)', () => {
+describe('memories that change (PATCH /mem/{id}, GET /mem/{id}/history)', () => {
   const add = async (app: FastifyInstance, body: Record<string, unknown>) => {
     const response = await app.inject({ method: 'POST', url: '/mem', payload: body });
     expect(response.statusCode, response.body).toBe(201);

@@ -4,7 +4,7 @@ import { QueryVectorCache } from '../../src/embedding/query-vector-cache.js';
 import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
-import { build, openService, register, testEmbedder } from '../helper.js';
+import { build, openService, register, testEmbedder } from '../support/helper.js';
 
 const auth = { authorization: 'Bearer secret-token' };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { OPERATIONS } from '../../src/http/openapi-operations.js';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 const auth = { authorization: 'Bearer secret-token' };
 

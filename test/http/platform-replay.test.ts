@@ -7,7 +7,7 @@ import { planAdds } from '../../eval/replay-plan.js';
 import { mapConcurrent } from '../../eval/pool.js';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/main.js';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 // CI lays shared/ beside the clone; the dataset is read from there, never copied into the repo.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { applyTerms } from '../../src/retrieval/fuse-scores.js';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 
 type Explained = { score: number; explanation?: { score: number; terms: Array<{ term: string; kind: string; value: number }> } };
 

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
  * its package. Entries are names only: npm honours a pinned allow (`pkg@1.2.3`) only when the lock
  * records each package's download address, and ours does not (omit-lockfile-registry-resolved),
  * so a pinned allow would be refused; the lock pins the versions. Why each one is allowed or
- * denied: README, "Install scripts".
+ * denied: CONTRIBUTING.md, "Install scripts".
  */
 
 interface LockPackage {

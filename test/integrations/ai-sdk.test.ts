@@ -3,9 +3,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 // Through the package's own exports (dist/), as an application imports them.
 import { MemoryPoolClient, NotFoundError } from 'memorypool/client';
 import { memoryTools } from 'memorypool/ai';
-import { startServerProcess } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
-import { assertBuilt } from '../replicas/replica-cluster.js';
+import { startServerProcess } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
+import { assertBuilt } from '../support/replica-cluster.js';
 
 const options = (toolCallId: string) => ({ toolCallId, messages: [], abortSignal: new AbortController().signal });
 

@@ -4,9 +4,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 // Through the package's own exports (dist/), as an application imports them.
 import { MemoryPoolClient } from 'memorypool/client';
 import { MemoryPoolChatMessageHistory, MemoryPoolRetriever } from 'memorypool/langchain';
-import { startServerProcess } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
-import { assertBuilt } from '../replicas/replica-cluster.js';
+import { startServerProcess } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
+import { assertBuilt } from '../support/replica-cluster.js';
 
 describe('memorypool/langchain against a real server', () => {
   beforeAll(assertBuilt);

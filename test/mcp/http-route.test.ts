@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { describe, expect, it } from 'vitest';
-import { build, register } from '../helper.js';
-import { callError, callJson, exerciseBadArguments, exerciseEveryTool } from './exercise-tools.js';
+import { build, register } from '../support/helper.js';
+import { callError, callJson, exerciseBadArguments, exerciseEveryTool } from '../support/exercise-tools.js';
 
 /** A real server on an ephemeral loopback port, and an SDK client connected to its /mcp. */
 async function serve(options: Parameters<typeof build>[0] = {}) {

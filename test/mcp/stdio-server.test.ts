@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { describe, expect, it } from 'vitest';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
-import { callJson, exerciseBadArguments, exerciseEveryTool } from './exercise-tools.js';
+import { callJson, exerciseBadArguments, exerciseEveryTool } from '../support/exercise-tools.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const cli = path.join(root, 'src/cli/memorypool.ts');

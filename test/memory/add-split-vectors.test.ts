@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createEmbedder } from '../../src/embedding/create-embedder.js';
 import type { ConversationMessage } from '../../src/memory/types.js';
-import { openService, register } from '../helper.js';
+import { openService, register } from '../support/helper.js';
 
 // A session's stored vectors do not depend on how a client split its messages into Adds (issue
 // 31): the index, an export and its re-import are then the same whatever the client's chunking.

@@ -4,7 +4,7 @@ import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { ArrivalOrder } from '../../src/memory/arrival-order.js';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
-import { openService, sleep, tempDir } from '../helper.js';
+import { openService, sleep, tempDir } from '../support/helper.js';
 
 /** The hash embedder, but each call's vectors are handed back only when the test says so. */
 class GatedEmbedder implements Embedder {

@@ -8,7 +8,7 @@ import { SentenceTransformerEmbedder } from '../../src/embedding/sentence-transf
 import type { MemoryService } from '../../src/memory/memory-service.js';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
-import { openService, tempDir } from '../helper.js';
+import { openService, tempDir } from '../support/helper.js';
 import { freshDatabase } from '../support/postgres.js';
 import { HIDDEN, writeTinyBert } from '../support/tiny-bert.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
 import { VECTOR_INDEX_FILE } from '../../src/store/vector-index-cache.js';
-import { openService, tempDir } from '../helper.js';
+import { openService, tempDir } from '../support/helper.js';
 
 /** Past this many memories a user searches its HNSW graph (plus BM25) instead of scoring every unit. */
 const SMALL_LIMIT = 5;

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { decodeVector } from '../../src/store/stored-record.js';
-import { openService, tempDir } from '../helper.js';
+import { openService, tempDir } from '../support/helper.js';
 
 const conversation = (requestId: string, userId: string, texts: string[], sessionId = 's1') => ({
   requestId,

@@ -2,7 +2,7 @@ import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { silentLogger } from '../../src/logger.js';
-import { openService, tempDir } from '../helper.js';
+import { openService, tempDir } from '../support/helper.js';
 
 const add = (userId: string, requestId: string, texts: string[]) => ({
   requestId,

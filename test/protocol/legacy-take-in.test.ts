@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { takeInLegacyMemories } from '../../src/protocol/legacy-take-in.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { silentLogger } from '../../src/logger.js';
-import { openService, tempDir } from '../helper.js';
-import { request, startServerProcess, type ServerProcess } from '../durability/server-process.js';
+import { openService, tempDir } from '../support/helper.js';
+import { request, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { LEGACY_DUPLICATE_LINE, LEGACY_GOOD, LEGACY_MALFORMED_LINES, legacyFileText } from '../support/memorypool-file.js';
 
 /**

@@ -7,8 +7,8 @@ import { MemoryPoolClient } from '../../src/client/memorypool-client.js';
 import { openMemoryPool } from '../../src/index.js';
 import { INVOKE_ACTIONS } from '../../src/protocol/invoke.js';
 import { OPERATION_LIST } from '../../src/protocol/operations.js';
-import { projectRoot } from '../durability/server-process.js';
-import { register, tempDir } from '../helper.js';
+import { projectRoot } from '../support/server-process.js';
+import { register, tempDir } from '../support/helper.js';
 
 /**
  * The clients' methods are written by hand; these tests hold them to the operation table

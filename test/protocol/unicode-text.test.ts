@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { findLoneSurrogate } from '../../src/protocol/unicode-text.js';
-import { build } from '../helper.js';
+import { build } from '../support/helper.js';
 import { freshDatabase } from '../support/postgres.js';
 
 const LONE = '\ud800';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { startThrowawayPostgres } from '../../bench/throwaway-postgres.js';
-import { sleep } from '../durability/server-process.js';
-import { register } from '../helper.js';
-import { addBody, hitsOf, inPool, search, send, startReplicas, storedTexts, type AddBody, type Reply } from './replica-cluster.js';
+import { sleep } from '../support/server-process.js';
+import { register } from '../support/helper.js';
+import { addBody, hitsOf, inPool, search, send, startReplicas, storedTexts, type AddBody, type Reply } from '../support/replica-cluster.js';
 
 /**
  * PostgreSQL stopped and started again under load. While it is down every request answers 503

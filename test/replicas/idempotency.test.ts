@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
-import { addBody, inPool, send, startReplicas, storedTexts, uniqueText } from './replica-cluster.js';
+import { addBody, inPool, send, startReplicas, storedTexts, uniqueText } from '../support/replica-cluster.js';
 
 /**
  * Idempotency on (request_id, user_id) holds across replicas: the same Add sent to two

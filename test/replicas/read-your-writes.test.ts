@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sleep, type ServerProcess } from '../durability/server-process.js';
+import { sleep, type ServerProcess } from '../support/server-process.js';
 import { createTestDatabase, freshDatabase, type TestDatabase } from '../support/postgres.js';
-import { addBody, addOk, hitsOf, inPool, search, send, startReplicas, storedTexts, uniqueText } from './replica-cluster.js';
+import { addBody, addOk, hitsOf, inPool, search, send, startReplicas, storedTexts, uniqueText } from '../support/replica-cluster.js';
 
 /**
  * Read-your-writes across replicas: a write acknowledged by one replica is seen by a Search on

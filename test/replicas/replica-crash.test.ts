@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/postgres.js';
-import { addBody, hitsOf, inPool, search, send, startReplicas, storedTexts, type AddBody } from './replica-cluster.js';
+import { addBody, hitsOf, inPool, search, send, startReplicas, storedTexts, type AddBody } from '../support/replica-cluster.js';
 
 /**
  * SIGKILL one of three replicas while 32 clients add through all three. An Add acknowledged by

@@ -96,7 +96,9 @@ describe('fusion terms', () => {
     expect(decayMultiplier(60 * day, 30, 0.2)).toBeCloseTo(0.85);
     expect(decayMultiplier(-5 * day, 30, 0.2)).toBe(1);
     expect(decayMultiplier(1e12, 30, 0)).toBe(1);
-    expect(decayMultiplier(1e15, 30, 1)).toBeGreaterThanOrEqual(0);
+    // Past every half-life the decaying share is gone: what is left is the part that never decays.
+    expect(decayMultiplier(1e15, 30, 1)).toBe(0);
+    expect(decayMultiplier(1e15, 30, 0.2)).toBeCloseTo(0.8, 12);
   });
 
   it('timeCue favours time expressions for "when" questions, more in a catch-up turn', () => {

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VectorIndex } from '../../src/retrieval/vector-index.js';
-import { tempDir } from '../helper.js';
+import { tempDir } from '../support/helper.js';
 
 function filled(count: number): VectorIndex {
   const index = VectorIndex.create(16, 64);

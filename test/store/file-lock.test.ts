@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { acquireFileLock, isStale, readOwner, withFileLock } from '../../src/store/file-lock.js';
-import { projectRoot } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
+import { projectRoot } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
 
 function runNode(args: string[]): Promise<{ code: number | null; pid: number; stderr: string }> {
   return new Promise((resolve, reject) => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
 import type { UnitDraft } from '../../src/store/memory-store.js';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 
 /** Two stores on one data directory: what two processes see of each other (the lock is a file, so it holds between them as between processes). */
 async function twoStores(): Promise<[JsonlMemoryStore, JsonlMemoryStore]> {

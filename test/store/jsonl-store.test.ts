@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { indexIn, LineCounter } from '../../src/store/jsonl/line-scanner.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
-import { tempDir } from '../helper.js';
+import { tempDir } from '../support/helper.js';
 
 function record(seq: number, extra: Partial<StoredRecord> = {}): StoredRecord {
   return { id: `m${seq}`, user_id: 'u', text: `memory ${seq}`, tags: [], importance: 0.5, source: 'cli', created_at: '2024-01-01T00:00:00.000Z', seq, ...extra };

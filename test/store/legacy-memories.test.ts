@@ -4,7 +4,7 @@ import { readdir, utimes, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LegacyMemoriesFile } from '../../src/store/legacy-memories.js';
-import { tempDir } from '../helper.js';
+import { tempDir } from '../support/helper.js';
 
 const SUMMARY = { imported: 1, already_stored: 0, malformed: 0, duplicates: 0 };
 

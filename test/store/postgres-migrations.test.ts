@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { MIGRATIONS } from '../../src/store/postgres-migrations.js';
 import { PostgresStore } from '../../src/store/postgres-store.js';
-import { register } from '../helper.js';
+import { register } from '../support/helper.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
 
 describe('PostgreSQL migrations', () => {

@@ -4,7 +4,7 @@ import { silentLogger } from '../../src/logger.js';
 import { MIGRATIONS } from '../../src/store/postgres-migrations.js';
 import { PostgresStore } from '../../src/store/postgres-store.js';
 import { decodeJson, decodeText, encodeJson, encodeKey, encodeText, isKeyDigest, KEY_INLINE_BYTES } from '../../src/store/postgres-text.js';
-import { register } from '../helper.js';
+import { register } from '../support/helper.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
 
 const ESC = '\uFDD0';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 import { freshDatabase } from '../support/postgres.js';
 import { closeSide, openSide, runDifferential } from '../support/store-differential.js';
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { readVectorIndexCache, VECTOR_INDEX_FILE, writeVectorIndexCache, type CachedVectorIndex } from '../../src/store/vector-index-cache.js';
-import { tempDir } from '../helper.js';
+import { tempDir } from '../support/helper.js';
 
 describe('vector index cache', () => {
   it('two writers of one user\'s cache (two stores, as two processes) never leave a reader a graph beside the other\'s meta', async () => {

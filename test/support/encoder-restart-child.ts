@@ -1,5 +1,5 @@
 /**
- * Run by test/embedding/worker-restart.test.ts in a process of its own: encodes, ends the encoder
+ * Run by test/embedding/worker-embedder.restart.test.ts in a process of its own: encodes, ends the encoder
  * thread (as a thread that died), encodes again, and prints both vectors' cosine as JSON.
  */
 import type { Worker } from 'node:worker_threads';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { installedBinaries, startThrowawayPostgres } from '../../bench/throwaway-postgres.js';
-import { register } from '../helper.js';
+import { register } from './helper.js';
 import { freshDatabase, withClient } from './postgres.js';
 
 describe('the PostgreSQL test harness', () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { register } from '../helper.js';
+import { register } from './helper.js';
 
 /**
  * Databases for the PostgreSQL suites, on the run's server (started by

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { projectRoot } from '../durability/server-process.js';
+import { projectRoot } from './server-process.js';
 
 const cli = path.join(projectRoot, 'src/cli/memorypool.ts');
 

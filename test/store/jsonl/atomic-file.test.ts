@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isAppError } from '../../../src/errors.js';
 import { tempName, writeAtomically, writeFully } from '../../../src/store/jsonl/atomic-file.js';
-import { tempDir } from '../../helper.js';
+import { tempDir } from '../../support/helper.js';
 
 async function caught(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(() => null, (error: unknown) => error);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/logger.js';
 import { UserLayout } from '../../../src/store/jsonl/layout.js';
-import { tempDir } from '../../helper.js';
+import { tempDir } from '../../support/helper.js';
 
 describe('UserLayout', () => {
   it('names a sync file by the hash of the user\'s folder alone, outside users/', async () => {

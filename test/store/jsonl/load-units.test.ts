@@ -5,7 +5,7 @@ import { silentLogger } from '../../../src/logger.js';
 import { JsonlStore } from '../../../src/store/jsonl-store.js';
 import { encodeVector, type StoredRecord } from '../../../src/store/stored-record.js';
 import { VECTOR_SIDECAR_FILE } from '../../../src/store/vector-sidecar.js';
-import { tempDir } from '../../helper.js';
+import { tempDir } from '../../support/helper.js';
 
 const vectorOf = (seq: number): Float32Array => Float32Array.from({ length: 4 }, (_, i) => seq * 10 + i);
 

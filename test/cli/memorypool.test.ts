@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { tempDir } from '../helper.js';
+import { tempDir } from '../support/helper.js';
 import { runCli as run } from '../support/run-cli.js';
 
 describe('memorypool CLI', () => {

@@ -1,28 +1,58 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryPoolClient } from '../../src/client/index.js';
-import { projectRoot, startServerProcess, type ServerProcess } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
-import { assertBuilt } from '../replicas/replica-cluster.js';
+import { projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { tempDir } from '../support/helper.js';
+import { assertBuilt } from '../support/replica-cluster.js';
 
 /**
- * The README's client snippets, exactly as written there (each fenced block after a
+ * The code blocks of the README and docs/, exactly as written there (each fenced block after a
  * `<!-- snippet: name -->` marker), run against a real server: the JavaScript ones as an
  * application's own module, with memorypool (and its optional peers) in its node_modules; the
- * Python one with clients/python/src on the path. Every snippet uses `update`: this file needs
- * issue 16's PATCH /mem/{id}.
+ * Python one with clients/python/src on the path; the shell one with bash, its curl calls aimed
+ * at the test's server.
  */
 
-const readme = () => readFile(path.join(projectRoot, 'README.md'), 'utf8');
+/** Every file whose code blocks a reader may copy. */
+async function documents(): Promise<Array<{ file: string; text: string }>> {
+  const docs = (await readdir(path.join(projectRoot, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
+  return Promise.all(['README.md', 'CONTRIBUTING.md', ...docs].map(async (file) => ({ file, text: await readFile(path.join(projectRoot, file), 'utf8') })));
+}
+
+const MARKED = /<!-- snippet: ([\w-]+) -->\n```\w+\n([\s\S]*?)```\n/g;
 
 async function snippet(name: string): Promise<string> {
-  const match = new RegExp(`<!-- snippet: ${name} -->\\n\`\`\`\\w+\\n([\\s\\S]*?)\`\`\`\\n`).exec(await readme());
-  if (!match) throw new Error(`README.md has no snippet "${name}"`);
-  return match[1];
+  const found = (await documents()).flatMap(({ text }) => [...text.matchAll(MARKED)].filter((match) => match[1] === name).map((match) => match[2]));
+  if (found.length !== 1) throw new Error(`README.md and docs/ hold ${found.length} snippets named "${name}", not one`);
+  return found[0];
 }
+
+/** The JSON values of curl's output, which ends no answer with a newline. */
+function jsonValues(text: string): any[] {
+  const values: any[] = [];
+  let depth = 0;
+  let start = -1;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (inString) {
+      if (char === '\\') i++;
+      else if (char === '"') inString = false;
+    } else if (char === '"') inString = true;
+    else if (char === '{' || char === '[') {
+      if (depth++ === 0) start = i;
+    } else if ((char === '}' || char === ']') && --depth === 0) values.push(JSON.parse(text.slice(start, i + 1)));
+  }
+  return values;
+}
+
+/** The snippets this file runs, by name. */
+const RUN = ['quick-start', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk'];
+/** Languages whose blocks are programs a reader runs as they are (the rest: layouts, configuration, shell steps that need a host). */
+const RUNNABLE = new Set(['js', 'javascript', 'ts', 'typescript', 'python', 'py']);
 
 /** An application directory that installed memorypool, `ai` and `@langchain/core`. */
 async function application(files: Record<string, string>): Promise<string> {
@@ -72,8 +102,34 @@ async function nothingLeft(server: ServerProcess): Promise<void> {
   expect(await new MemoryPoolClient({ url: server.url, token: '' }).list({ user_id: 'caroline' })).toEqual([]);
 }
 
-describe('the README client snippets', () => {
+describe('the code blocks of the README and docs/', () => {
   beforeAll(assertBuilt);
+
+  it('marks every JavaScript and Python block as a snippet, and runs every snippet marked', async () => {
+    const unmarked: string[] = [];
+    const marked: string[] = [];
+    for (const { file, text } of await documents()) {
+      for (const match of text.matchAll(/(<!-- snippet: ([\w-]+) -->\n)?```(\w*)\n/g)) {
+        if (match[2]) marked.push(match[2]);
+        else if (RUNNABLE.has(match[3])) unmarked.push(`${file}: a ${match[3]} block at offset ${match.index}`);
+      }
+    }
+    expect(unmarked).toEqual([]);
+    expect(marked.sort()).toEqual([...RUN].sort());
+  });
+
+  it('quick start (curl)', async () => {
+    const server = await serve();
+    const script = (await snippet('quick-start')).replaceAll('localhost:8751', server.url.replace('http://', ''));
+    const answers = jsonValues((await run('bash', ['-e', '-c', script], await tempDir(), {})).join('\n'));
+    const [health, remembered, found, added, searched] = answers;
+    expect(health).toMatchObject({ ok: true, service: 'memorypool', count: 0 });
+    expect(remembered).toMatchObject({ text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], user_id: 'default', version: 1 });
+    expect(found[0]).toMatchObject({ id: remembered.id, text: remembered.text });
+    expect(added).toEqual({ success: true, request_id: 'r1', user_id: 'conv-1', session_id: 's1' });
+    expect(searched.data[0]).toMatchObject({ content: '[2023-05-08 13:56] Caroline: I went to a support group yesterday.', created_at: '2023-05-08T13:56:00.000Z' });
+    expect(answers).toHaveLength(5);
+  });
 
   it('TypeScript client', async () => {
     const server = await serve();

@@ -3,12 +3,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterEach } from 'vitest';
-import { HashEmbedder } from '../src/embedding/hash-embedder.js';
-import type { Embedder } from '../src/embedding/embedder.js';
-import { buildApp } from '../src/http/app.js';
-import { Authenticator, type TokenGrant } from '../src/http/auth.js';
-import { silentLogger } from '../src/logger.js';
-import { MemoryService, type MemoryServiceOptions } from '../src/memory/memory-service.js';
+import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
+import type { Embedder } from '../../src/embedding/embedder.js';
+import { buildApp } from '../../src/http/app.js';
+import { Authenticator, type TokenGrant } from '../../src/http/auth.js';
+import { silentLogger } from '../../src/logger.js';
+import { MemoryService, type MemoryServiceOptions } from '../../src/memory/memory-service.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 

@@ -6,8 +6,8 @@ import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
 import type { MemoryService } from '../../src/memory/memory-service.js';
-import { request, startServerProcess } from '../durability/server-process.js';
-import { openService, register, tempDir } from '../helper.js';
+import { request, startServerProcess } from '../support/server-process.js';
+import { openService, register, tempDir } from '../support/helper.js';
 
 /**
  * Tokens scoped to user-id prefixes (a tokens file named in config): a request for a user

@@ -3,7 +3,7 @@ import { silentLogger } from '../../src/logger.js';
 import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../../src/store/memory-store.js';
 import { PostgresStore } from '../../src/store/postgres-store.js';
-import { register, tempDir } from '../helper.js';
+import { register, tempDir } from '../support/helper.js';
 import { freshDatabase } from '../support/postgres.js';
 
 /**

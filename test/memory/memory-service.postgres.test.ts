@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { openService } from '../helper.js';
+import { openService } from '../support/helper.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
 
 const add = (userId: string, requestId: string, texts: string[]) => ({

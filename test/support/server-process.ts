@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { register, sleep } from '../helper.js';
+import { register, sleep } from './helper.js';
 
 /**
  * The real server as a child process (`node --import tsx src/main.ts`), for the tests that must

@@ -1,8 +1,8 @@
 import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'vitest';
-import { projectRoot, request, startServerProcess, type ServerProcess } from '../durability/server-process.js';
-import { tempDir } from '../helper.js';
+import { projectRoot, request, startServerProcess, type ServerProcess } from './server-process.js';
+import { tempDir } from './helper.js';
 
 /**
  * Replicas as users run them: `node dist/src/main.js` processes on loopback ports, each with a

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { openMemoryPool } from '../../src/index.js';
-import { register, tempDir } from '../helper.js';
-import { exerciseClient, failure } from './exercise-client.js';
+import { openMemoryPool } from '../src/index.js';
+import { register, tempDir } from './support/helper.js';
+import { exerciseClient, failure } from './support/exercise-client.js';
 
 describe('openMemoryPool: the service in this process', () => {
   it('runs every method as the HTTP client does', async () => {
