@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { HashEmbedder } from '../src/embedding/hash-embedder.js';
 import { encodeVector } from '../src/store/stored-record.js';
 import { MemoryService, type PortableRecord } from '../src/memory/memory-service.js';
-import type { MemoryFilter } from '../src/memory/types.js';
+import type { MemoryFilter } from '../src/domain/memory.js';
 
 /**
  * `node dist/bench/filtered-search.js [--memories 20000] [--rounds 5] [--dimensions 512]`: what a

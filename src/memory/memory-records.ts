@@ -4,7 +4,7 @@ import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
 import { eventPeriod, hasTimeExpression } from '../retrieval/time-cues.js';
 import type { CorpusUnit } from '../retrieval/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from './types.js';
+import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from '../domain/memory.js';
 
 /** The unit a stored memory was made from: its text, speaker, time and tags. */
 export function unitText(record: MemoryFields): UnitText {

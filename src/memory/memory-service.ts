@@ -18,14 +18,12 @@ import { errorMessage, hitContent, matchesFilter, publicMemory, unitText } from 
 import { UserCache } from './user-cache.js';
 import { inStoredOrder, type UserState } from './user-state.js';
 import { boundSearchRequest } from './query-bounds.js';
+import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import type {
   AddOutcome,
   ConversationAdd,
   ListRequest,
-  Memory,
-  MemoryFilter,
   MemoryUpdate,
-  MemoryVersion,
   NewMemory,
   SearchHit,
   SearchRequest,
