@@ -9,7 +9,7 @@ import type { MemoryService } from './memory/memory-service.js';
 import { invoke, runAction, type Action } from './protocol/invoke.js';
 import { userScopeSchema } from './protocol/memorypool-schemas.js';
 import { platformAdd, platformSearch } from './protocol/platform.js';
-import { parseOr400 } from './http/validation.js';
+import { parseOr400 } from './protocol/validation.js';
 
 /**
  * Where the pool lives and how it runs: the data directory (`dataDir`) or PostgreSQL

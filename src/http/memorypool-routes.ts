@@ -10,7 +10,7 @@ import {
   userScopeSchema,
 } from '../protocol/memorypool-schemas.js';
 import { authorizeUser } from './request-context.js';
-import { parseOr400 } from './validation.js';
+import { parseOr400 } from '../protocol/validation.js';
 
 /** The MemoryPool protocol: /health, /mem, /invoke, plus deleting a user's data for good. */
 export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemoryService): void {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { MemoryService } from '../memory/memory-service.js';
 import { platformAdd, platformSearch } from '../protocol/platform.js';
 import { authorizeUser } from './request-context.js';
-import { MAX_SEARCH_BODY_BYTES } from './request-limits.js';
+import { MAX_SEARCH_BODY_BYTES } from '../protocol/request-limits.js';
 
 export function registerPlatformRoutes(app: FastifyInstance, service: MemoryService, topKMax: number): void {
   app.post('/add', async (request) => platformAdd(service, request.body, (userId) => authorizeUser(request, userId)));

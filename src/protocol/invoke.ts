@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { createError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
-import { parseOr400 } from '../http/validation.js';
+import { parseOr400 } from './validation.js';
 import {
   addParamsSchema,
   DEFAULT_USER,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_MESSAGE_CHARS } from '../http/request-limits.js';
+import { MAX_MESSAGE_CHARS } from './request-limits.js';
 import type { MemoryFilter } from '../domain/memory.js';
 
 /**
