@@ -8,9 +8,7 @@ import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from
 import { addressedRole, asksAboutPerson, namedSpeaker } from '../retrieval/query-cues.js';
 import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
 import type { CorpusUnit, QueryText } from '../retrieval/user-corpus.js';
-import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
-import { PostgresStore } from '../store/postgres-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { ArrivalOrder } from './arrival-order.js';
 import { IndexLifecycle } from './index-lifecycle.js';
@@ -39,12 +37,8 @@ const WARM_UP_DELAY_MS = 1_000;
 const APPEND = { attachIndex: false } as const;
 
 export interface MemoryServiceOptions {
-  /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
-  dataDir?: string;
-  /** A postgres:// URL: PostgreSQL holds the memories, shared with any other replica on it. */
-  databaseUrl?: string;
-  /** A store built by the caller (tests); overrides both of the above. */
-  store?: MemoryStore;
+  /** Where the memories live (chosen by src/open-service.ts: the JSONL data directory or PostgreSQL). */
+  store: MemoryStore;
   embedder: Embedder;
   logger?: Logger;
   /** Load every user at open (the server); the CLI loads only the users it touches. */
@@ -123,7 +117,7 @@ export class MemoryService {
   private constructor(options: MemoryServiceOptions) {
     this.embedder = options.embedder;
     this.logger = options.logger ?? silentLogger();
-    this.store = options.store ?? openStore(options, this.logger);
+    this.store = options.store;
     this.weights = resolveWeights(options.weights);
     this.preload = options.preload ?? true;
     this.lifecycle = new IndexLifecycle({
@@ -726,12 +720,6 @@ export class MemoryService {
       }
     }
   }
-}
-
-function openStore(options: MemoryServiceOptions, logger: Logger): MemoryStore {
-  if (options.databaseUrl !== undefined) return new PostgresStore({ url: options.databaseUrl, logger });
-  if (options.dataDir === undefined) throw new Error('MemoryService needs a dataDir, a databaseUrl or a store');
-  return new JsonlMemoryStore(options.dataDir, logger);
 }
 
 /** A user's index as /mem/stats shows it; `pastLimit`: it holds more memories than are scored exhaustively. */
