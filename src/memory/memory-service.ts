@@ -1,13 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import type { Embedder } from '../embedding/embedder.js';
 import { createError, isAppError } from '../errors.js';
-import { denseText, lexicalText, splitIntoUnits, type UnitText } from '../ingest/message-units.js';
+import { denseText, lexicalText } from '../ingest/message-units.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { analyze } from '../retrieval/analyzer.js';
-import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
-import { addressedRole, asksAboutPerson, namedSpeaker } from '../retrieval/query-cues.js';
-import { isWhenQuestion, namedPeriod } from '../retrieval/time-cues.js';
-import type { CorpusUnit, QueryText } from '../retrieval/user-corpus.js';
+import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import type { CorpusUnit } from '../retrieval/user-corpus.js';
 import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
 import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { ArrivalOrder } from './arrival-order.js';
@@ -16,6 +12,8 @@ import { errorMessage, hitContent, matchesFilter, publicMemory, unitText } from 
 import { UserCache } from './user-cache.js';
 import { inStoredOrder, type UserState } from './user-state.js';
 import { boundSearchRequest } from './query-bounds.js';
+import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
+import { conversationDraft, conversationUnits, memoryDraft, memoryUnit } from './write-drafts.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import type {
   AddOutcome,
@@ -48,12 +46,6 @@ export interface MemoryServiceOptions {
   indexFlushDelayMs?: number;
   /** Estimated bytes the cached users may take; unset keeps every loaded user. */
   cacheBytes?: number;
-}
-
-export interface SearchOverrides {
-  weights?: Partial<RetrievalWeights>;
-  /** Each distinct text once, or (false) every copy: eval's ablation of what /search does. */
-  collapseDuplicates?: boolean;
 }
 
 /** A unit as the peers in eval/ get it: the same texts and the same vector the service uses. */
@@ -223,23 +215,9 @@ export class MemoryService {
 
   async addMemory(input: NewMemory): Promise<Memory> {
     return this.track(async () => {
-      const now = Date.now();
-      const unit: UnitText = { text: input.text.trim(), timeMs: now, tags: input.tags };
+      const unit = memoryUnit(input, Date.now());
       const [vector] = await this.embed([denseText(unit)], 'ingest', input.userId);
-      const draft: UnitDraft = {
-        record: {
-          id: randomUUID(),
-          user_id: input.userId,
-          text: unit.text,
-          tags: input.tags ?? [],
-          importance: input.importance ?? 0.5,
-          source: input.source ?? 'cli',
-          created_at: new Date(now).toISOString(),
-          ...(input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: input.metadata } : {}),
-          model: this.embedder.modelId,
-        },
-        vector,
-      };
+      const draft = memoryDraft(input, unit, vector, this.embedder.modelId);
       return this.underLock(
         input.userId,
         async (state) => {
@@ -279,8 +257,7 @@ export class MemoryService {
   async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
     const request = boundSearchRequest(unbounded);
     return this.track(async () => {
-      const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
-      const texts = [request.query.trim() || request.query, ...options];
+      const texts = queryTexts(request);
       const encode = () => {
         const vectors = this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
         vectors.catch(() => undefined);
@@ -293,27 +270,8 @@ export class MemoryService {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];
       encoding ??= encode();
-      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
-      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
-      const queryTexts: QueryText[] = texts.map((text) => ({ terms: analyze(text) }));
-      const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
-      if (request.filter?.tag) wantedTags.add(request.filter.tag.toLowerCase());
-      const prepared = state.corpus.prepare(
-        {
-          main: queryTexts[0],
-          options: queryTexts.slice(1),
-          speaker: namedSpeaker(request.query, state.corpus.speakers),
-          role: addressedRole(request.query, state.corpus.speakers),
-          wantedTags,
-          whenQuestion: isWhenQuestion(request.query),
-          aboutPerson: asksAboutPerson(request.query),
-          period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
-          filter: recordFilter(state, request.filter),
-          collapseDuplicates: overrides.collapseDuplicates ?? request.collapseDuplicates === true,
-          explain: request.explain === true,
-        },
-        weights,
-      );
+      const plan = planQuery(request, texts, state.corpus, this.weights, overrides);
+      const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(state, request.filter) }, plan.weights);
       // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
       const ranked = state.corpus.rank(prepared, await encoding, request.limit);
       const hits: SearchHit[] = [];
@@ -631,33 +589,9 @@ export class MemoryService {
   private async storeConversationInTurn(input: ConversationAdd, turn: Promise<void>, receivedAt: number): Promise<AddOutcome> {
     const known = await this.cache.get(input.userId);
     if (known.requestIds.has(input.requestId) || (await this.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
-    const drafts: Array<{ unit: UnitText; messageIndex: number; part: number; parts: number }> = [];
-    input.messages.forEach((message, messageIndex) => {
-      const timeMs = message.timestamp ?? receivedAt;
-      const parts = splitIntoUnits(message.content);
-      parts.forEach((text, part) => drafts.push({ unit: { text, role: message.role.trim(), timeMs }, messageIndex, part, parts: parts.length }));
-    });
+    const drafts = conversationUnits(input, receivedAt);
     const vectors = await this.embed(drafts.map((draft) => denseText(draft.unit)), 'ingest', input.userId);
-    const createdAt = new Date(receivedAt).toISOString();
-    const units: UnitDraft[] = drafts.map((draft, i) => ({
-      record: {
-        id: randomUUID(),
-        user_id: input.userId,
-        text: draft.unit.text,
-        tags: [],
-        importance: 0.5,
-        source: 'add',
-        created_at: createdAt,
-        session_id: input.sessionId,
-        role: draft.unit.role,
-        occurred_at: new Date(draft.unit.timeMs).toISOString(),
-        request_id: input.requestId,
-        message_index: draft.messageIndex,
-        ...(draft.parts > 1 ? { part: draft.part, parts: draft.parts } : {}),
-        model: this.embedder.modelId,
-      },
-      vector: vectors[i],
-    }));
+    const units = drafts.map((draft, i) => conversationDraft(input, draft, receivedAt, vectors[i], this.embedder.modelId));
     await turn;
     return this.underLock(input.userId, async (state) => {
       if (state.requestIds.has(input.requestId)) return { stored: false, units: 0 };
