@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { memoryVersionSchema } from '../domain/memory.js';
-import type { PortableRecord } from '../memory/memory-service.js';
+import type { PortableRecord } from '../memory/portability.js';
 import { addParamsSchema, DEFAULT_USER, idParamsSchema } from './memorypool-schemas.js';
 
 /**
