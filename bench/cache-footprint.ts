@@ -17,6 +17,7 @@ import path from 'node:path';
 import type { Embedder } from '../src/embedding/embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { openStore } from '../src/open-service.js';
 import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
 import { PostgresStore } from '../src/store/postgres-store.js';
 import { writeStoreUsers } from './replicas-store.js';
@@ -77,7 +78,7 @@ async function main(): Promise<void> {
     }
 
     const embedder: Embedder = { modelId, dimensions, ready: async () => {}, close: async () => {}, embed: async (batch) => batch.map(() => vector()) };
-    const service = await MemoryService.open({ dataDir, databaseUrl, embedder, preload: false, indexFlushDelayMs: 0, cacheBytes: budgetMb * MB });
+    const service = await MemoryService.open({ store: openStore({ dataDir, databaseUrl }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0, cacheBytes: budgetMb * MB });
     const baseline = live();
     let maxRss = 0;
     const rows = [];

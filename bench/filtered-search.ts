@@ -5,8 +5,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { HashEmbedder } from '../src/embedding/hash-embedder.js';
 import { encodeVector } from '../src/store/stored-record.js';
-import { MemoryService, type PortableRecord } from '../src/memory/memory-service.js';
-import type { MemoryFilter } from '../src/memory/types.js';
+import { MemoryService } from '../src/memory/memory-service.js';
+import type { PortableRecord } from '../src/memory/portability.js';
+import { silentLogger } from '../src/logger.js';
+import { openStore } from '../src/open-service.js';
+import type { MemoryFilter } from '../src/domain/memory.js';
 
 /**
  * `node dist/bench/filtered-search.js [--memories 20000] [--rounds 5] [--dimensions 512]`: what a
@@ -43,7 +46,7 @@ async function main(): Promise<void> {
   const rounds = Number(values.rounds);
   const embedder = new HashEmbedder({ dimensions: Number(values.dimensions) });
   const dataDir = await mkdtemp(path.join(tmpdir(), 'memorypool-filtered-bench-'));
-  const service = await MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
+  const service = await MemoryService.open({ store: openStore({ dataDir }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0 });
   try {
     const random = seeded(16);
     const start = Date.parse('2024-01-01T00:00:00Z');

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { MAX_ADD_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../src/http/request-limits.js';
+import { MAX_ADD_CHARS, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../src/protocol/request-limits.js';
 import { MAX_QUERY_CHARS } from '../src/memory/query-bounds.js';
 import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type Answer, type LatencyStats } from './http-load.js';
 import { serveLongestConversation } from './longest-user-server.js';

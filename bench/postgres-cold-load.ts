@@ -12,6 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { HashEmbedder } from '../src/embedding/hash-embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { openStore } from '../src/open-service.js';
 import { PostgresStore } from '../src/store/postgres-store.js';
 import { startThrowawayPostgres } from './throwaway-postgres.js';
 
@@ -43,7 +44,7 @@ async function main(): Promise<void> {
     const url = external ?? (await postgres!.createDatabase(`cold_load_${process.pid}`));
     const embedder = new HashEmbedder({ dimensions: DIMENSIONS });
     const userId = `cold-user-${process.pid}-${Date.now()}`;
-    const writer = await MemoryService.open({ databaseUrl: url, embedder, logger: silentLogger(), preload: false });
+    const writer = await MemoryService.open({ store: openStore({ databaseUrl: url }, silentLogger()), embedder, logger: silentLogger(), preload: false });
     for (let add = 0; add < MEMORIES / PER_ADD; add++) {
       await writer.addConversation({
         requestId: `r${add}`,
@@ -66,7 +67,7 @@ async function main(): Promise<void> {
       if (snapshot.units.length !== MEMORIES) throw new Error(`loaded ${snapshot.units.length} memories, wrote ${MEMORIES}`);
       await store.close();
 
-      const service = await MemoryService.open({ databaseUrl: url, embedder, logger: silentLogger(), preload: false });
+      const service = await MemoryService.open({ store: openStore({ databaseUrl: url }, silentLogger()), embedder, logger: silentLogger(), preload: false });
       await service.memoryCount(); // a connection
       const request = { userId, query: 'When did Caroline go to the pottery museum?', limit: 10 };
       started = performance.now();

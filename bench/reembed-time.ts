@@ -18,6 +18,7 @@ import { createEmbedder } from '../src/embedding/create-embedder.js';
 import { OnnxEmbedder, type ModelPrecision } from '../src/embedding/onnx-embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { openStore } from '../src/open-service.js';
 import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
 import { round } from './http-load.js';
 import { gaussianSource, randomUnitVector } from './scale-store.js';
@@ -57,7 +58,7 @@ async function main(): Promise<void> {
     await store.close();
 
     const embedder = createEmbedder({ embedder: 'onnx', modelDir, modelPrecision: to, encoderThreads: DEFAULT_ENCODER_THREADS });
-    const service = await MemoryService.open({ dataDir, embedder, logger: silentLogger(), preload: false, indexFlushDelayMs: 0 });
+    const service = await MemoryService.open({ store: openStore({ dataDir }, silentLogger()), embedder, logger: silentLogger(), preload: false, indexFlushDelayMs: 0 });
     const cpuBefore = process.cpuUsage();
     const started = performance.now();
     // A search loads its user (served at once) and queues its re-embedding.

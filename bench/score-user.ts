@@ -4,6 +4,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { HashEmbedder } from '../src/embedding/hash-embedder.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { silentLogger } from '../src/logger.js';
+import { openStore } from '../src/open-service.js';
 import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
 
 /**
@@ -20,7 +22,7 @@ async function main(): Promise<void> {
   const conversation = workload.conversations.reduce((a, b) => (b.turns.length > a.turns.length ? b : a));
   const dataDir = await mkdtemp(join(tmpdir(), 'memorypool-score-bench-'));
   const embedder = new HashEmbedder();
-  const service = await MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
+  const service = await MemoryService.open({ store: openStore({ dataDir }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0 });
   try {
     for (const add of sessionAdds(conversation, 'bench-user')) {
       await service.addConversation({ requestId: add.request_id, userId: add.user_id, sessionId: add.session_id, messages: add.messages });

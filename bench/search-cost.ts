@@ -6,6 +6,8 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { EmbedOptions, Embedder } from '../src/embedding/embedder.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { silentLogger } from '../src/logger.js';
+import { openStore } from '../src/open-service.js';
 import { serverEncoder } from './server-encoder.js';
 import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
 
@@ -63,7 +65,7 @@ async function main(): Promise<void> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'memorypool-search-cost-'));
   const targets: Target[] = [];
   try {
-    const writer = await MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 });
+    const writer = await MemoryService.open({ store: openStore({ dataDir }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0 });
     for (const conversation of conversations) {
       for (const add of sessionAdds(conversation, `cost-${conversation.id}`, 64)) {
         await writer.addConversation({ requestId: add.request_id, userId: add.user_id, sessionId: add.session_id, messages: add.messages });
@@ -72,9 +74,9 @@ async function main(): Promise<void> {
     await writer.close();
     await embedder.prepare(questions.map(({ query }) => query));
 
-    targets.push({ name: 'this build', service: await MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 }) });
+    targets.push({ name: 'this build', service: await MemoryService.open({ store: openStore({ dataDir }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0 }) });
     if (values.base !== undefined) {
-      const module = (await import(pathToFileURL(path.resolve(values.base, 'src/memory/memory-service.js')).href)) as { MemoryService: typeof MemoryService };
+      const module = (await import(pathToFileURL(path.resolve(values.base, 'src/memory/memory-service.js')).href)) as { MemoryService: { open(options: object): Promise<MemoryService> } };
       targets.push({ name: `base (${values.base})`, service: await module.MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 }) });
     }
 

@@ -1,4 +1,5 @@
-import type { ExportedUnit, MemoryService } from '../src/memory/memory-service.js';
+import type { MemoryService } from '../src/memory/memory-service.js';
+import type { ExportedUnit } from '../src/memory/portability.js';
 import type { RetrievalWeights } from '../src/retrieval/retrieval-config.js';
 import type { BenchQuestion, BenchUser } from './benchmark.js';
 import { ContentMatcher, type MatchStats } from './content-matcher.js';

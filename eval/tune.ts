@@ -2,7 +2,9 @@ import { mkdir } from 'node:fs/promises';
 import { Progress } from '../src/cli/progress.js';
 import type { Embedder } from '../src/embedding/embedder.js';
 import { QueryVectorCache } from '../src/embedding/query-vector-cache.js';
+import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
+import { openStore } from '../src/open-service.js';
 import { profileWeights, type RetrievalWeights } from '../src/retrieval/retrieval-config.js';
 import { sessionKeyOfTurn, type BenchmarkName } from './benchmark.js';
 import { assignFolds, crossValidate, expandGrid, type FoldResult, type Grid } from './cross-validate.js';
@@ -80,7 +82,7 @@ export async function tune(options: TuneOptions): Promise<TuneResults> {
   await mkdir(options.dataDir, { recursive: true });
   // The grid searches each question once per point: its query vector is encoded once, and kept.
   const embedder = new QueryVectorCache(options.makeEmbedder(), { maxEntries: Infinity, maxTextChars: Infinity });
-  const service = await MemoryService.open({ dataDir: options.dataDir, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
+  const service = await MemoryService.open({ store: openStore({ dataDir: options.dataDir }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
   const scores: QuestionScore[][] = [];
   try {
     const target = new ServiceTarget(service, adds);

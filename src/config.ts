@@ -168,3 +168,11 @@ export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.Process
 export function storeOptions(config: Pick<Config, 'dataDir' | 'databaseUrl' | 'cacheMb'>): { dataDir: string; databaseUrl?: string; cacheBytes?: number } {
   return { dataDir: config.dataDir, databaseUrl: config.databaseUrl, cacheBytes: config.cacheMb === undefined ? undefined : config.cacheMb * 1024 * 1024 };
 }
+
+/** Whether the server speaks HTTPS: given a certificate and a key (one without the other is refused). */
+export function isTls(options: { tlsCert?: string; tlsKey?: string }): boolean {
+  if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
+    throw new Error('HTTPS needs both a certificate and a key (MEMORYPOOL_TLS_CERT and MEMORYPOOL_TLS_KEY, or --tls-cert and --tls-key)');
+  }
+  return options.tlsCert !== undefined;
+}

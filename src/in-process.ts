@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { openCommandService } from './cli/command-service.js';
 import { errorFromAnswer, APIUserAbortError, type MemoryPoolError } from './client/errors.js';
 import { memoryQuery } from './client/query.js';
 import type * as api from './client/types.js';
@@ -8,8 +7,9 @@ import { createError, isAppError } from './errors.js';
 import type { MemoryService } from './memory/memory-service.js';
 import { invoke, runAction, type Action } from './protocol/invoke.js';
 import { userScopeSchema } from './protocol/memorypool-schemas.js';
+import { openService } from './open-service.js';
 import { platformAdd, platformSearch } from './protocol/platform.js';
-import { parseOr400 } from './http/validation.js';
+import { parseOr400 } from './protocol/validation.js';
 
 /**
  * Where the pool lives and how it runs: the data directory (`dataDir`) or PostgreSQL
@@ -29,7 +29,7 @@ const NO_SCOPE = () => undefined;
 const MEM_SOURCE = 'cli';
 
 /**
- * Opens the pool the way the `memorypool` command does (`openCommandService`: the data directory
+ * Opens the pool the way the `memorypool` command does (`openService` as a command: the data directory
  * or the database URL, within the cache budget, users loaded on first use) and loads the encoder
  * once. Each method validates with the schemas the HTTP routes use and goes through the same
  * handlers, so it accepts, refuses and answers exactly as the server; errors are the HTTP
@@ -38,7 +38,7 @@ const MEM_SOURCE = 'cli';
  */
 export async function openMemoryPool(options: OpenOptions = {}): Promise<MemoryPool> {
   const config = loadConfig(options);
-  const { service, close } = await openCommandService(config);
+  const { service, close } = await openService(config, { role: 'command' });
   return new InProcessPool(service, close, config.topKMax);
 }
 

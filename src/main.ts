@@ -1,13 +1,12 @@
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { loadConfig, storeOptions, type Config } from './config.js';
-import { createEmbedder, serviceWeights } from './embedding/create-embedder.js';
-import { buildApp } from './http/app.js';
-import { httpServerFactory, isTls } from './http/http-server.js';
+import { isTls, loadConfig, type Config } from './config.js';
+import { httpServerFactory } from './http/http-server.js';
 import { Authenticator } from './http/auth.js';
 import { createLogger, type Logger } from './logger.js';
-import { MemoryService } from './memory/memory-service.js';
-import { takeInLegacyMemories } from './protocol/legacy-take-in.js';
+import type { MemoryService } from './memory/memory-service.js';
+import { openService } from './open-service.js';
+import { buildServerApp } from './server-app.js';
 import { runCluster, runsCluster, sweepsRetention } from './server-cluster.js';
 
 export interface RunningServer {
@@ -15,16 +14,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** config → embedder → service → app → listen; SIGTERM/SIGINT drain and exit 0. */
+/** config → service (src/open-service.ts) → app (/mcp mounted) → listen; SIGTERM/SIGINT drain and exit 0. */
 export async function startServer(config: Config, options: { handleSignals?: boolean } = {}): Promise<RunningServer> {
-  const logger = createLogger(config.logLevel);
   const authenticator = Authenticator.fromConfig(config);
   // Reads the certificate and key now: a bad path fails the start before any data is loaded.
   const serverFactory = httpServerFactory(config);
-  const embedder = createEmbedder(config);
-  const service = await MemoryService.open({ ...storeOptions(config), embedder, logger, preload: true, weights: serviceWeights(config) });
-  await takeInLegacyMemories(service, logger);
-  const app = await buildApp({
+  const opened = await openService(config, { role: 'server' });
+  const { service, embedder, logger } = opened;
+  const app = await buildServerApp({
     service,
     authenticator,
     logger,
@@ -50,9 +47,8 @@ export async function startServer(config: Config, options: { handleSignals?: boo
       if (retention) clearInterval(retention);
       await app.startDraining();
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
-      await service.close();
+      await opened.close();
       await app.close();
-      await embedder.close();
       logger.info('memorypool stopped');
     })();
     return closing;

@@ -1,8 +1,7 @@
 import cluster, { type Address, type Worker } from 'node:cluster';
 import { createRequire } from 'node:module';
 import { AggregatorRegistry } from 'prom-client';
-import type { Config } from './config.js';
-import { isTls } from './http/http-server.js';
+import { isTls, type Config } from './config.js';
 import type { Logger } from './logger.js';
 
 /**

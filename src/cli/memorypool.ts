@@ -5,7 +5,7 @@ import { AppError, createError, isAppError } from '../errors.js';
 import { serve } from '../main.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
-import { openCommandService } from './command-service.js';
+import { openService } from '../open-service.js';
 import { exportPool, importPool } from './transfer.js';
 
 /**
@@ -233,7 +233,7 @@ async function runPayload(payload: unknown): Promise<void> {
 /** Opens the pool on the data directory, runs the work, prints its JSON result (unless undefined). */
 async function withService(work: (service: MemoryService) => Promise<unknown>): Promise<void> {
   // A one-shot command writes its index caches at close, not on a timer.
-  const { service, close } = await openCommandService(loadConfig(globalConfig()), { indexFlushDelayMs: 0 });
+  const { service, close } = await openService(loadConfig(globalConfig()), { role: 'command', indexFlushDelayMs: 0 });
   try {
     const result = await work(service);
     if (result !== undefined) printJson(result);

@@ -2,7 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import type { MemoryService } from '../memory/memory-service.js';
-import { parseOr400 } from '../http/validation.js';
+import { parseOr400 } from '../protocol/validation.js';
 import { readMemoryLines } from '../protocol/memory-file.js';
 import { userScopeSchema } from '../protocol/memorypool-schemas.js';
 import { Progress } from './progress.js';

@@ -5,7 +5,6 @@ import type { MemoryService } from '../memory/memory-service.js';
 import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
-import { registerMcpRoute } from '../mcp/http-route.js';
 import { registerConsoleRoutes } from './console-routes.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
 import { registerMetrics, ServiceMetrics } from './metrics.js';
@@ -28,6 +27,11 @@ export interface AppOptions {
   rateLimit?: RateLimitOptions;
   /** GET /metrics without a token (MEMORYPOOL_METRICS_PUBLIC). */
   metricsPublic?: boolean;
+  /**
+   * Doors the assembler adds beside the HTTP API (the server: /mcp, src/server-app.ts), registered
+   * after its routes and before the console and the OpenAPI document, behind the same hooks.
+   */
+  mounts?: ReadonlyArray<(app: FastifyInstance) => void>;
 }
 
 /** Fastify's own error codes, mapped into our table so every error body has one shape. */
@@ -149,7 +153,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   if (options.rateLimit) await registerRateLimit(app, options.rateLimit);
   registerMemoryPoolRoutes(app, options.service);
   registerPlatformRoutes(app, options.service, options.topKMax ?? 100);
-  registerMcpRoute(app, options.service);
+  for (const mount of options.mounts ?? []) mount(app);
   registerConsoleRoutes(app);
   registerOpenApi(app, routes);
   return app;

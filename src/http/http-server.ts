@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
 import type { FastifyServerFactory } from 'fastify';
+import { isTls } from '../config.js';
 
 /**
  * The Node server under the fastify app: plain HTTP or, given a certificate and key, HTTPS, with
@@ -25,13 +26,6 @@ export interface HttpServerOptions {
 
 /** Node checks the two timeouts on a sweep (every 30 s by default): sweep often enough that they hold to about a second. */
 const MAX_CHECK_INTERVAL_MS = 1_000;
-
-export function isTls(options: Pick<HttpServerOptions, 'tlsCert' | 'tlsKey'>): boolean {
-  if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) {
-    throw new Error('HTTPS needs both a certificate and a key (MEMORYPOOL_TLS_CERT and MEMORYPOOL_TLS_KEY, or --tls-cert and --tls-key)');
-  }
-  return options.tlsCert !== undefined;
-}
 
 /** A fastify `serverFactory` building the server these options describe (files are read now: a bad path fails the start). */
 export function httpServerFactory(options: HttpServerOptions): FastifyServerFactory {

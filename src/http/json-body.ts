@@ -1,8 +1,10 @@
+import { markLiteral } from '../protocol/number-literals.js';
+
 /**
  * A JSON parser that sees numbers as written. The platform's contract rejects `top_k: 100.0`
  * but accepts a timestamp of `1704067200000.0`, and `JSON.parse` cannot tell `100.0` from
- * `100`. This parser records, per object, the keys whose number literal had a fraction or an
- * exponent, and reads a literal too large for a double as the largest finite one. It also bounds nesting depth (deep bodies must be a 400, not a stack overflow)
+ * `100`. This parser marks, on each object, the keys whose number literal had a fraction or an
+ * exponent (src/protocol/number-literals.ts), and reads a literal too large for a double as the largest finite one. It also bounds nesting depth (deep bodies must be a 400, not a stack overflow)
  * and never lets a `__proto__` key reach an object's prototype.
  */
 
@@ -13,13 +15,6 @@ export class JsonSyntaxError extends Error {
     super(`${message} at position ${position}`);
     this.name = 'JsonSyntaxError';
   }
-}
-
-const nonIntegerLiterals = new WeakMap<object, Set<string | number>>();
-
-/** True when `container[key]` was written with a fraction or exponent (`100.0`, `1e2`). */
-export function writtenAsNonInteger(container: unknown, key: string | number): boolean {
-  return typeof container === 'object' && container !== null && (nonIntegerLiterals.get(container)?.has(key) ?? false);
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
@@ -154,14 +149,8 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
       // into a 422, where refusing the whole body as malformed JSON would be wrong.
       const parsed = Number(match[0]);
       const value = Number.isFinite(parsed) ? parsed : Math.sign(parsed) * Number.MAX_VALUE;
-      if ((match[1] || match[2]) && container !== undefined && key !== undefined) {
-        let keys = nonIntegerLiterals.get(container);
-        if (!keys) nonIntegerLiterals.set(container, (keys = new Set()));
-        keys.add(key);
-      } else if (container !== undefined && key !== undefined) {
-        // A repeated key's last value is the one kept (as JSON.parse does): so is its literal.
-        nonIntegerLiterals.get(container)?.delete(key);
-      }
+      // A repeated key's last value is the one kept (as JSON.parse does): so is its literal.
+      if (container !== undefined && key !== undefined) markLiteral(container, key, Boolean(match[1] || match[2]));
       return value;
     }
     return fail(pos >= text.length ? 'Unexpected end of input' : 'Unexpected token');

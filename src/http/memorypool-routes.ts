@@ -5,7 +5,7 @@ import { addParamsSchema, DEFAULT_USER, idParamsSchema, updateBodySchema, userSc
 import { OPERATION_TABLE as op } from '../protocol/operations.js';
 import { serveOperation } from './operation-route.js';
 import { authorizeUser } from './request-context.js';
-import { parseOr400 } from './validation.js';
+import { parseOr400 } from '../protocol/validation.js';
 
 /** The MemoryPool protocol: /health, /mem, /invoke, plus deleting a user's data for good. */
 export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemoryService): void {

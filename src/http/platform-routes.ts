@@ -4,7 +4,7 @@ import { OPERATION_TABLE } from '../protocol/operations.js';
 import { platformAdd, platformSearch } from '../protocol/platform.js';
 import { serveOperation } from './operation-route.js';
 import { authorizeUser } from './request-context.js';
-import { MAX_SEARCH_BODY_BYTES } from './request-limits.js';
+import { MAX_SEARCH_BODY_BYTES } from '../protocol/request-limits.js';
 
 export function registerPlatformRoutes(app: FastifyInstance, service: MemoryService, topKMax: number): void {
   serveOperation(app, OPERATION_TABLE.platformAdd, async (request) => platformAdd(service, request.body, (userId) => authorizeUser(request, userId)));

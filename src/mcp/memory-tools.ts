@@ -6,7 +6,7 @@ import { runAction, type Action } from '../protocol/invoke.js';
 import { packageVersion } from '../http/package-files.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
 import { OPERATION_LIST, OPERATION_TABLE, scoredMemory, searchHits, type UserCheck } from '../protocol/operations.js';
-import { parseOr400 } from '../http/validation.js';
+import { parseOr400 } from '../protocol/validation.js';
 
 /**
  * The memory as Model Context Protocol tools: one per operation that declares one

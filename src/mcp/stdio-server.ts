@@ -1,5 +1,5 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { openCommandService } from '../cli/command-service.js';
+import { openService } from '../open-service.js';
 import type { Config } from '../config.js';
 import { createMcpServer } from './memory-tools.js';
 
@@ -10,7 +10,7 @@ import { createMcpServer } from './memory-tools.js';
  */
 export async function serveMcpStdio(config: Config): Promise<void> {
   // On the data directory or the database, like the CLI's other data commands.
-  const { service, close } = await openCommandService(config);
+  const { service, close } = await openService(config, { role: 'command' });
   const pending = new Set<Promise<unknown>>();
   const server = createMcpServer(service, () => undefined, pending);
   const transport = new StdioServerTransport();

@@ -5,7 +5,7 @@ import { eventPeriod } from '../retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from './types.js';
+import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from '../domain/memory.js';
 
 /** The unit a stored memory was made from: its text, speaker, time and tags. */
 export function unitText(record: MemoryFields): UnitText {

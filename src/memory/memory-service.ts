@@ -1,32 +1,27 @@
-import { randomUUID } from 'node:crypto';
 import type { Embedder } from '../embedding/embedder.js';
 import { createError, isAppError } from '../errors.js';
-import { denseText, lexicalText, splitIntoUnits, type UnitText } from '../ingest/message-units.js';
+import { denseText } from '../ingest/message-units.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { analyze } from '../retrieval/analyzer.js';
-import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
-import { addressedRole, asksAboutPerson, namedSpeaker } from '../retrieval/query-cues.js';
-import { namedPeriod } from '../retrieval/time-cues/named-period.js';
-import { isWhenQuestion } from '../retrieval/time-cues/when-question.js';
-import type { CorpusUnit, QueryText } from '../retrieval/corpus/corpus-types.js';
-import { JsonlMemoryStore } from '../store/jsonl-memory-store.js';
-import type { MemoryStore, UnitDraft } from '../store/memory-store.js';
-import { PostgresStore } from '../store/postgres-store.js';
-import { decodeVector, encodeVector } from '../store/stored-record.js';
+import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
+import type { MemoryStore } from '../store/memory-store.js';
 import { ArrivalOrder } from './arrival-order.js';
 import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, hitContent, matchesFilter, publicMemory, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
-import { inStoredOrder, type UserState } from './user-state.js';
+import { cacheStats, poolStats, type PoolStats } from './pool-stats.js';
+import { exportRecords, exportUnits, importRecords, type ExportedUnit, type PortableRecord } from './portability.js';
+import { APPEND, type ServiceContext } from './service-context.js';
+import type { UserState } from './user-state.js';
 import { boundSearchRequest } from './query-bounds.js';
+import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
+import { conversationDraft, conversationUnits, memoryDraft, memoryUnit } from './write-drafts.js';
+import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import type {
   AddOutcome,
   ConversationAdd,
   ListRequest,
-  Memory,
-  MemoryFilter,
   MemoryUpdate,
-  MemoryVersion,
   NewMemory,
   SearchHit,
   SearchRequest,
@@ -35,19 +30,10 @@ import type {
 const INDEX_FLUSH_DELAY_MS = 2_000;
 /** How long after the start the background loading of users waits (ms): the first requests come first. */
 const WARM_UP_DELAY_MS = 1_000;
-/**
- * Appends do not wait for the HNSW index: it is attached and filled after the acknowledgement
- * (`UserCache.applyAppend`), and the units are searchable at once by exhaustive scoring.
- */
-const APPEND = { attachIndex: false } as const;
 
 export interface MemoryServiceOptions {
-  /** The JSONL data directory; ignored when `databaseUrl` or `store` is given. */
-  dataDir?: string;
-  /** A postgres:// URL: PostgreSQL holds the memories, shared with any other replica on it. */
-  databaseUrl?: string;
-  /** A store built by the caller (tests); overrides both of the above. */
-  store?: MemoryStore;
+  /** Where the memories live (chosen by src/open-service.ts: the JSONL data directory or PostgreSQL). */
+  store: MemoryStore;
   embedder: Embedder;
   logger?: Logger;
   /** Load every user at open (the server); the CLI loads only the users it touches. */
@@ -59,42 +45,6 @@ export interface MemoryServiceOptions {
   cacheBytes?: number;
 }
 
-export interface SearchOverrides {
-  weights?: Partial<RetrievalWeights>;
-  /** Each distinct text once, or (false) every copy: eval's ablation of what /search does. */
-  collapseDuplicates?: boolean;
-}
-
-/** A unit as the peers in eval/ get it: the same texts and the same vector the service uses. */
-export interface ExportedUnit {
-  memory: Memory;
-  lexicalText: string;
-  denseText: string;
-  vector: Float32Array;
-}
-
-/** One line of `memorypool export`: a memory, the versions it replaced, its vector and the model that produced it. */
-export type PortableRecord = Omit<Memory, 'version' | 'updated_at' | 'metadata'> &
-  Partial<Pick<Memory, 'version' | 'updated_at' | 'metadata'>> & { history?: MemoryVersion[]; vec?: string; model?: string };
-
-export interface PoolStats {
-  count: number;
-  users: number;
-  /** `reembedding`: memories held here still waiting for a vector of this model (see BackgroundReembedding). */
-  embedder: { model: string; dimensions: number; reembedding: number };
-  /** This replica's in-memory users: how many, their estimated size and the budget (null: none). */
-  cache: { users: number; estimated_bytes: number; budget_bytes: number | null };
-  per_user: Array<{
-    user_id: string;
-    count: number;
-    sessions: number;
-    bytes_on_disk: number;
-    /** Whether this process holds the user in memory (its cache; with several processes or replicas, each its own). */
-    cached: boolean;
-    /** `graph`: whether the user keeps an HNSW graph (only past the exhaustive limit); `complete`: it holds every memory (always, for a user that keeps none). */
-    index: { graph: boolean; loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
-  }>;
-}
 
 /**
  * The one API that HTTP, /invoke, the CLI and eval call. It orders every write: embed outside
@@ -110,6 +60,8 @@ export class MemoryService {
   private readonly weights: RetrievalWeights;
   private readonly lifecycle: IndexLifecycle;
   private readonly cache: UserCache;
+  /** What the service's parts (portability, stats) work through. */
+  private readonly context: ServiceContext;
   private readonly pendingAdds = new Map<string, Promise<AddOutcome>>();
   private readonly arrivals = new ArrivalOrder();
   private readonly preload: boolean;
@@ -126,7 +78,7 @@ export class MemoryService {
   private constructor(options: MemoryServiceOptions) {
     this.embedder = options.embedder;
     this.logger = options.logger ?? silentLogger();
-    this.store = options.store ?? openStore(options, this.logger);
+    this.store = options.store;
     this.weights = resolveWeights(options.weights);
     this.preload = options.preload ?? true;
     this.lifecycle = new IndexLifecycle({
@@ -146,6 +98,18 @@ export class MemoryService {
       budgetBytes: options.cacheBytes,
       logger: this.logger,
     });
+    this.context = {
+      store: this.store,
+      cache: this.cache,
+      embedder: this.embedder,
+      weights: this.weights,
+      existingUser: (userId) => this.existingUser(userId),
+      underLock: (userId, task, options) => this.underLock(userId, task, options),
+      embed: (texts, priority, key) => this.embed(texts, priority, key),
+      counted: (delta) => {
+        this.total += delta;
+      },
+    };
   }
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
@@ -232,23 +196,9 @@ export class MemoryService {
 
   async addMemory(input: NewMemory): Promise<Memory> {
     return this.track(async () => {
-      const now = Date.now();
-      const unit: UnitText = { text: input.text.trim(), timeMs: now, tags: input.tags };
+      const unit = memoryUnit(input, Date.now());
       const [vector] = await this.embed([denseText(unit)], 'ingest', input.userId);
-      const draft: UnitDraft = {
-        record: {
-          id: randomUUID(),
-          user_id: input.userId,
-          text: unit.text,
-          tags: input.tags ?? [],
-          importance: input.importance ?? 0.5,
-          source: input.source ?? 'cli',
-          created_at: new Date(now).toISOString(),
-          ...(input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: input.metadata } : {}),
-          model: this.embedder.modelId,
-        },
-        vector,
-      };
+      const draft = memoryDraft(input, unit, vector, this.embedder.modelId);
       return this.underLock(
         input.userId,
         async (state) => {
@@ -288,8 +238,7 @@ export class MemoryService {
   async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
     const request = boundSearchRequest(unbounded);
     return this.track(async () => {
-      const options = (request.options ?? []).map((option) => option.trim()).filter((option) => option !== '');
-      const texts = [request.query.trim() || request.query, ...options];
+      const texts = queryTexts(request);
       const encode = () => {
         const vectors = this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
         vectors.catch(() => undefined);
@@ -302,27 +251,8 @@ export class MemoryService {
       const state = await this.existingUser(request.userId);
       if (!state || state.records.size === 0) return [];
       encoding ??= encode();
-      const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
-      const weights = overrides.weights || profile ? resolveWeights({ ...this.weights, ...profile, ...overrides.weights }) : this.weights;
-      const queryTexts: QueryText[] = texts.map((text) => ({ terms: analyze(text) }));
-      const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
-      if (request.filter?.tag) wantedTags.add(request.filter.tag.toLowerCase());
-      const prepared = state.corpus.prepare(
-        {
-          main: queryTexts[0],
-          options: queryTexts.slice(1),
-          speaker: namedSpeaker(request.query, state.corpus.speakers),
-          role: addressedRole(request.query, state.corpus.speakers),
-          wantedTags,
-          whenQuestion: isWhenQuestion(request.query),
-          aboutPerson: asksAboutPerson(request.query),
-          period: namedPeriod(request.query, new Date(state.corpus.newestTimeMs)),
-          filter: recordFilter(state, request.filter),
-          collapseDuplicates: overrides.collapseDuplicates ?? request.collapseDuplicates === true,
-          explain: request.explain === true,
-        },
-        weights,
-      );
+      const plan = planQuery(request, texts, state.corpus, this.weights, overrides);
+      const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(state, request.filter) }, plan.weights);
       // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
       const ranked = state.corpus.rank(prepared, await encoding, request.limit);
       const hits: SearchHit[] = [];
@@ -430,91 +360,20 @@ export class MemoryService {
   }
 
   /** Every unit of a user with the texts and vector the service searches (for eval's peers, export); waits for a re-embedding under way. */
-  async exportUnits(userId: string): Promise<ExportedUnit[]> {
-    if (!(await this.existingUser(userId))) return [];
-    await this.cache.reembeddingSettled();
-    const state = await this.existingUser(userId);
-    if (!state) return [];
-    return inStoredOrder(state).map((record) => {
-      const text = unitText(record);
-      return { memory: publicMemory(record), lexicalText: lexicalText(text), denseText: denseText(text), vector: state.corpus.vectorOf(record.seq)! };
-    });
+  exportUnits(userId: string): Promise<ExportedUnit[]> {
+    return exportUnits(this.context, userId);
   }
 
-  /**
-   * A user's memories as portable records: the memory, its vector and the model that made it,
-   * so an import into a pool with the same model needs no re-embedding.
-   */
-  async exportRecords(userId: string): Promise<PortableRecord[]> {
-    const state = await this.existingUser(userId);
-    if (!state) return [];
-    const exact = state.corpus.vectorsCompact ? await this.storedVectors(userId) : null;
-    const out: PortableRecord[] = [];
-    for (const record of inStoredOrder(state)) {
-      const history = (record.version ?? 1) > 1 ? await this.store.history(userId, record.id) : [];
-      // A unit waiting to be re-embedded goes without a vector: the importing pool embeds it. So
-      // does one the store no longer holds (deleted since): its import embeds it again.
-      const vector = exact ? exact.get(record.seq) : state.corpus.vectorOf(record.seq);
-      out.push({ ...publicMemory(record), ...(history.length > 0 ? { history } : {}), ...(vector ? { vec: encodeVector(vector), model: record.model } : {}) });
-    }
-    return out;
+  /** A user's memories as portable records (see portability.ts). */
+  exportRecords(userId: string): Promise<PortableRecord[]> {
+    return exportRecords(this.context, userId);
   }
 
-  /**
-   * The user's exact vectors by seq, read from the store: a user that keeps a graph holds only
-   * int8 codes in memory (`UserCorpus.compactVectors`), and an export must carry what the store has.
-   */
-  private async storedVectors(userId: string): Promise<Map<number, Float32Array>> {
-    const vectors = new Map<number, Float32Array>();
-    for (const { record, vector } of (await this.store.load(userId)).units) {
-      if (vector && record.model === this.embedder.modelId) vectors.set(record.seq, vector);
-    }
-    return vectors;
+  /** Imports portable records: ids the user holds are skipped; vectors of another model are re-embedded. */
+  importRecords(records: readonly PortableRecord[], onProgress?: (done: number) => void): Promise<{ imported: number; skipped: number; reembedded: number }> {
+    return this.track(() => importRecords(this.context, records, onProgress));
   }
 
-  /**
-   * Imports portable records (from `exportRecords`). Memories whose id the user already holds
-   * are skipped, so an import can be repeated; vectors of another model are re-embedded.
-   */
-  async importRecords(records: readonly PortableRecord[], onProgress?: (done: number) => void): Promise<{ imported: number; skipped: number; reembedded: number }> {
-    return this.track(async () => {
-      const byUser = new Map<string, PortableRecord[]>();
-      for (const record of records) {
-        let list = byUser.get(record.user_id);
-        if (!list) byUser.set(record.user_id, (list = []));
-        list.push(record);
-      }
-      let imported = 0;
-      let skipped = 0;
-      let reembedded = 0;
-      let done = 0;
-      for (const [userId, list] of byUser) {
-        for (let start = 0; start < list.length; start += 256) {
-          const held = (await this.cache.fresh(userId)).records;
-          const batch = list.slice(start, start + 256).filter((record) => {
-            if (held.has(record.id)) skipped++;
-            return !held.has(record.id);
-          });
-          const stale = batch.filter((record) => record.model !== this.embedder.modelId || record.vec === undefined);
-          const fresh = await this.embed(stale.map((record) => denseText(unitText(record))));
-          const vectorById = new Map(stale.map((record, i) => [record.id, fresh[i]]));
-          reembedded += stale.length;
-          await this.underLock(userId, async (current) => {
-            const drafts: UnitDraft[] = batch
-              .filter((record) => !current.records.has(record.id))
-              .map(({ vec, model: _model, ...memory }) => ({ record: { ...memory, model: this.embedder.modelId }, vector: vectorById.get(memory.id) ?? decodeVector(vec!) }));
-            const result = (await this.store.append(userId, drafts))!;
-            this.total += drafts.length;
-            this.cache.applyAppend(current, result, drafts.map(({ vector }) => vector));
-            imported += drafts.length;
-          }, APPEND);
-          done += Math.min(256, list.length - start);
-          onProgress?.(done);
-        }
-      }
-      return { imported, skipped, reembedded };
-    });
-  }
 
   /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
   async purgeOlderThan(cutoffMs: number): Promise<number> {
@@ -547,41 +406,11 @@ export class MemoryService {
     return this.store.listUsers();
   }
 
-  /**
-   * Per-user figures without loading anyone: users this replica holds come from memory (brought
-   * up to date), the others from the store's counts, so a pool larger than the cache can be
-   * described without evicting what is cached.
-   */
-  async stats(): Promise<PoolStats> {
-    const perUser: PoolStats['per_user'] = [];
-    let count = 0;
-    for (const userId of await this.listUsers()) {
-      const cached = this.cache.peek(userId) ? await this.existingUser(userId) : null;
-      const figures = cached
-        ? { count: cached.records.size, sessions: new Set([...cached.records.values()].map((record) => record.session_id).filter(Boolean)).size }
-        : await this.store.userCounts(userId);
-      if (figures.count === 0) continue;
-      count += figures.count;
-      perUser.push({
-        user_id: userId,
-        ...figures,
-        bytes_on_disk: await this.store.storedBytes(userId),
-        cached: cached !== null,
-        index: indexStats(cached, figures.count > this.weights.exhaustiveLimit),
-      });
-    }
-    return {
-      count,
-      users: perUser.length,
-      embedder: {
-        model: this.embedder.modelId,
-        dimensions: this.embedder.dimensions,
-        reembedding: this.cache.loaded.reduce((sum, state) => sum + state.corpus.unembeddedCount, 0),
-      },
-      cache: this.cacheStats(),
-      per_user: perUser,
-    };
+  /** Per-user figures without loading anyone (see pool-stats.ts). */
+  stats(): Promise<PoolStats> {
+    return poolStats(this.context);
   }
+
 
   /** Stops new work, waits for work in flight, writes the index caches. */
   async close(): Promise<void> {
@@ -601,7 +430,7 @@ export class MemoryService {
   }
 
   cacheStats(): PoolStats['cache'] {
-    return { users: this.cache.loaded.length, estimated_bytes: this.cache.estimatedBytes, budget_bytes: this.cache.budgetBytes ?? null };
+    return cacheStats(this.cache);
   }
 
   get isClosing(): boolean {
@@ -640,33 +469,9 @@ export class MemoryService {
   private async storeConversationInTurn(input: ConversationAdd, turn: Promise<void>, receivedAt: number): Promise<AddOutcome> {
     const known = await this.cache.get(input.userId);
     if (known.requestIds.has(input.requestId) || (await this.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
-    const drafts: Array<{ unit: UnitText; messageIndex: number; part: number; parts: number }> = [];
-    input.messages.forEach((message, messageIndex) => {
-      const timeMs = message.timestamp ?? receivedAt;
-      const parts = splitIntoUnits(message.content);
-      parts.forEach((text, part) => drafts.push({ unit: { text, role: message.role.trim(), timeMs }, messageIndex, part, parts: parts.length }));
-    });
+    const drafts = conversationUnits(input, receivedAt);
     const vectors = await this.embed(drafts.map((draft) => denseText(draft.unit)), 'ingest', input.userId);
-    const createdAt = new Date(receivedAt).toISOString();
-    const units: UnitDraft[] = drafts.map((draft, i) => ({
-      record: {
-        id: randomUUID(),
-        user_id: input.userId,
-        text: draft.unit.text,
-        tags: [],
-        importance: 0.5,
-        source: 'add',
-        created_at: createdAt,
-        session_id: input.sessionId,
-        role: draft.unit.role,
-        occurred_at: new Date(draft.unit.timeMs).toISOString(),
-        request_id: input.requestId,
-        message_index: draft.messageIndex,
-        ...(draft.parts > 1 ? { part: draft.part, parts: draft.parts } : {}),
-        model: this.embedder.modelId,
-      },
-      vector: vectors[i],
-    }));
+    const units = drafts.map((draft, i) => conversationDraft(input, draft, receivedAt, vectors[i], this.embedder.modelId));
     await turn;
     return this.underLock(input.userId, async (state) => {
       if (state.requestIds.has(input.requestId)) return { stored: false, units: 0 };
@@ -729,19 +534,6 @@ export class MemoryService {
       }
     }
   }
-}
-
-function openStore(options: MemoryServiceOptions, logger: Logger): MemoryStore {
-  if (options.databaseUrl !== undefined) return new PostgresStore({ url: options.databaseUrl, logger });
-  if (options.dataDir === undefined) throw new Error('MemoryService needs a dataDir, a databaseUrl or a store');
-  return new JsonlMemoryStore(options.dataDir, logger);
-}
-
-/** A user's index as /mem/stats shows it; `pastLimit`: it holds more memories than are scored exhaustively. */
-function indexStats(state: UserState | null, pastLimit: boolean): PoolStats['per_user'][number]['index'] {
-  const inMemory = state?.corpus.vectors ?? null;
-  if (!inMemory) return { graph: pastLimit, loaded: false, vectors: 0, complete: !pastLimit, pending_flush: false };
-  return { graph: true, loaded: true, vectors: inMemory.size, complete: state!.corpus.vectorIndexComplete, pending_flush: state!.indexDirty };
 }
 
 function notFound(id: string): Error {

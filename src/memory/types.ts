@@ -1,60 +1,8 @@
+import type { Memory, MemoryFilter, Metadata } from '../domain/memory.js';
 import type { ScoreExplanation } from '../retrieval/fuse-scores.js';
 
 export type { ScoreExplanation, ScoreTerm } from '../retrieval/fuse-scores.js';
-
-/** A metadata value: what `meta.<key>=` filters match, as the type it was stored with. */
-export type MetadataValue = string | number | boolean;
-export type Metadata = Record<string, MetadataValue>;
-
-/** What an update changes, and what each version of a memory keeps (its history, oldest first). */
-export interface MemoryVersion {
-  version: number;
-  text: string;
-  tags: string[];
-  importance: number;
-  metadata: Metadata;
-  updated_at: string;
-}
-
-/**
- * A memory as the store keeps it. `version`, `updated_at` and `metadata` are written only once
- * they differ from their defaults (1, `created_at`, `{}`), so the platform's Adds cost no more
- * bytes than before; `Memory` is what the doors see, every field filled in.
- */
-export interface MemoryFields {
-  id: string;
-  user_id: string;
-  text: string;
-  tags: string[];
-  importance: number;
-  source: string;
-  /** When the service stored it (ISO 8601). */
-  created_at: string;
-  version?: number;
-  updated_at?: string;
-  metadata?: Metadata;
-  /** Add-contract provenance; absent on memories written through /mem or the CLI. */
-  session_id?: string;
-  /** The message's role or speaker name as the client sent it. */
-  role?: string;
-  /** The message's own time (its timestamp, else the time of the Add), ISO 8601. */
-  occurred_at?: string;
-  request_id?: string;
-  /** Position of the message in its Add, and of this unit in the message when it was split. */
-  message_index?: number;
-  part?: number;
-  parts?: number;
-}
-
-/** A stored memory as every door returns it. Vectors and index data never leave the service. */
-export interface Memory extends MemoryFields {
-  /** 1 when created, +1 per update. */
-  version: number;
-  /** When the current version was written (its `created_at` until the first update). */
-  updated_at: string;
-  metadata: Metadata;
-}
-
+/** The service's requests and answers, over the domain's nouns (src/domain/memory.ts). */
 export interface ScoredMemory extends Memory {
   score: number;
   /** How many other memories of the same text (trimmed, white space collapsed, any case) were folded into this hit. */
@@ -79,20 +27,6 @@ export interface MemoryUpdate {
   tags?: string[];
   importance?: number;
   metadata?: Metadata;
-}
-
-/**
- * Which memories a search or a list considers: every condition must hold. A search ranks among
- * the memories passing it only (they are the candidates), never cuts a ranked list afterwards.
- */
-export interface MemoryFilter {
-  /** Only memories carrying this tag. */
-  tag?: string;
-  /** Exact matches on metadata, each value read as the type the memory stored it with. */
-  metadata?: Record<string, MetadataValue>;
-  /** Bounds (Unix ms, both included) on the memory's time: `occurred_at`, else `created_at`. */
-  sinceMs?: number;
-  untilMs?: number;
 }
 
 /** One message of an evaluation-platform Add (validated at the edge). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
-import { parseOr400 } from '../http/validation.js';
+import { parseOr400 } from './validation.js';
 import { OPERATION_LIST, OPERATION_TABLE, type ActionSpec, type OperationName, type UserCheck } from './operations.js';
 
 /** The BIT tool-call envelope that /invoke and the CLI's stdin take. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { PortableRecord } from '../memory/memory-service.js';
+import { memoryVersionSchema } from '../domain/memory.js';
+import type { PortableRecord } from '../memory/portability.js';
 import { addParamsSchema, DEFAULT_USER, idParamsSchema } from './memorypool-schemas.js';
 import { loneSurrogateReason } from './unicode-text.js';
 
@@ -29,16 +30,6 @@ const isoDate = (field: string) =>
 
 const { text, tags, importance, source, user_id, metadata } = addParamsSchema.shape;
 
-/** An earlier version of the memory, as `memorypool export` writes its history. */
-const pastVersionSchema = z.object({
-  version: z.number().int().min(1),
-  text: z.string(),
-  tags: z.array(z.string()),
-  importance: z.number(),
-  metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-  updated_at: z.string(),
-});
-
 export const memoryLineSchema = z.object({
   id: idParamsSchema.shape.id,
   user_id,
@@ -50,7 +41,8 @@ export const memoryLineSchema = z.object({
   metadata,
   version: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }).min(1).optional(),
   updated_at: isoDate('updated_at').optional(),
-  history: z.array(pastVersionSchema).optional(),
+  /** The versions the memory replaced, as `memorypool export` writes them. */
+  history: z.array(memoryVersionSchema).optional(),
   session_id: optionalText,
   role: optionalText,
   occurred_at: isoDate('occurred_at').optional(),

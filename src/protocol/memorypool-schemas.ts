@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { MAX_MESSAGE_CHARS } from '../http/request-limits.js';
-import type { MemoryFilter } from '../memory/types.js';
+import { MAX_MESSAGE_CHARS } from './request-limits.js';
+import type { MemoryFilter } from '../domain/memory.js';
 
 /**
  * The MemoryPool protocol's request shapes, shared by the HTTP routes, /invoke and the CLI's

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import type { ValidationIssue } from '../errors.js';
-import { writtenAsNonInteger } from '../http/json-body.js';
-import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from '../http/request-limits.js';
-import { nonBlankString, parseOr422 } from '../http/validation.js';
+import { writtenAsNonInteger } from './number-literals.js';
+import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from './request-limits.js';
+import { nonBlankString, parseOr422 } from './validation.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import type { UserCheck } from './operations.js';
 

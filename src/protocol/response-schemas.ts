@@ -1,10 +1,14 @@
 import { z } from 'zod';
+import { memoryVersionSchema, metadataSchema } from '../domain/memory.js';
 
 /**
  * The shapes the doors answer with, for the OpenAPI document. The service does not parse its
  * own output with them; test/http/openapi.test.ts checks live answers against them, so they
  * cannot drift from what the routes really send.
  */
+
+/** A memory version's shape is the domain's own (src/domain/memory.ts), answered as it is. */
+export { memoryVersionSchema };
 
 const isoTime = z.string().meta({ format: 'date-time' });
 
@@ -19,7 +23,7 @@ export const memorySchema = z
     created_at: isoTime.meta({ description: 'When the service stored it' }),
     version: z.number().int().min(1).meta({ description: '1 when created, +1 per update' }),
     updated_at: isoTime.meta({ description: 'When the current version was written (created_at until the first update)' }),
-    metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    metadata: metadataSchema,
     session_id: z.string().optional().meta({ description: 'Set on memories written through POST /add' }),
     role: z.string().optional(),
     occurred_at: isoTime.optional().meta({ description: "The message's own time" }),
@@ -43,15 +47,6 @@ export const scoredMemorySchema = memorySchema
     explanation: explanationSchema.optional(),
   })
   .strict();
-
-export const memoryVersionSchema = z.object({
-  version: z.number().int().min(1),
-  text: z.string(),
-  tags: z.array(z.string()),
-  importance: z.number(),
-  metadata: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-  updated_at: isoTime,
-});
 
 export const historySchema = z.object({ id: z.string(), versions: z.array(memoryVersionSchema).meta({ description: 'Oldest first, the current version last' }) });
 export const memoryWithHistorySchema = memorySchema.extend({ versions: z.array(memoryVersionSchema) }).strict();

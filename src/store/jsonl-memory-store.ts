@@ -4,7 +4,7 @@ import { admitToHead, moveHead, newHead, type Head } from './jsonl/file-head.js'
 import type { LoadedUser } from './jsonl/load-records.js';
 import { UserQueue } from './jsonl/user-queue.js';
 import { JsonlStore } from './jsonl-store.js';
-import type { MemoryVersion } from '../memory/types.js';
+import type { MemoryVersion } from '../domain/memory.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 

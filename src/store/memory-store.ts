@@ -1,4 +1,4 @@
-import type { MemoryVersion } from '../memory/types.js';
+import type { MemoryVersion } from '../domain/memory.js';
 import type { RecordPatch, StoredRecord } from './stored-record.js';
 import type { IndexCacheFiles } from './vector-index-cache.js';
 

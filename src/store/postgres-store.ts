@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { createError, isAppError, type AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { MemoryVersion } from '../memory/types.js';
+import type { MemoryVersion } from '../domain/memory.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';

@@ -1,4 +1,4 @@
-import type { MemoryFields, MemoryVersion, Metadata } from '../memory/types.js';
+import type { MemoryFields, MemoryVersion, Metadata } from '../domain/memory.js';
 
 /**
  * One line of a user's `memories.jsonl`: the memory as returned to clients plus what the

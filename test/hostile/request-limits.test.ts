@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { Embedder, EmbedOptions } from '../../src/embedding/embedder.js';
-import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../../src/http/request-limits.js';
+import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_BODY_BYTES, MAX_SEARCH_OPTIONS } from '../../src/protocol/request-limits.js';
 import { boundQueryText, MAX_QUERY_CHARS } from '../../src/memory/query-bounds.js';
 import { build, testEmbedder } from '../support/helper.js';
 
-/** The bounds on the work one request can cause (src/http/request-limits.ts, src/memory/query-bounds.ts). */
+/** The bounds on the work one request can cause (src/protocol/request-limits.ts, src/memory/query-bounds.ts). */
 
 const USER = 'bounded-user';
 

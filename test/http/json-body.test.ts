@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { JsonSyntaxError, parseJson, writtenAsNonInteger } from '../../src/http/json-body.js';
+import { JsonSyntaxError, parseJson } from '../../src/http/json-body.js';
+import { writtenAsNonInteger } from '../../src/protocol/number-literals.js';
 
 describe('parseJson', () => {
   it('reads strings as JSON.parse does: escapes, unicode escapes, surrogate pairs, long runs', () => {

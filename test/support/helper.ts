@@ -5,10 +5,11 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach } from 'vitest';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import type { Embedder } from '../../src/embedding/embedder.js';
-import { buildApp } from '../../src/http/app.js';
 import { Authenticator, type TokenGrant } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
 import { MemoryService, type MemoryServiceOptions } from '../../src/memory/memory-service.js';
+import { openStore } from '../../src/open-service.js';
+import { buildServerApp } from '../../src/server-app.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -30,13 +31,19 @@ export function testEmbedder(): Embedder {
   return new HashEmbedder({ dimensions: 64 });
 }
 
-export async function openService(options: Partial<MemoryServiceOptions> = {}): Promise<MemoryService> {
+/** The service on a store of the caller's, on PostgreSQL (`databaseUrl`), or on a data directory (a temp one by default). */
+export type TestServiceOptions = Partial<MemoryServiceOptions> & { dataDir?: string; databaseUrl?: string };
+
+export async function openService(options: TestServiceOptions = {}): Promise<MemoryService> {
+  const { dataDir, databaseUrl, ...rest } = options;
+  const logger = options.logger ?? silentLogger();
+  const store = options.store ?? openStore({ dataDir: databaseUrl === undefined ? (dataDir ?? (await tempDir())) : undefined, databaseUrl }, logger);
   const service = await MemoryService.open({
-    dataDir: options.dataDir ?? (await tempDir()),
     embedder: options.embedder ?? testEmbedder(),
-    logger: options.logger ?? silentLogger(),
+    logger,
     indexFlushDelayMs: 0,
-    ...options,
+    ...rest,
+    store,
   });
   cleanups.push(() => service.close().catch(() => undefined));
   return service;
@@ -49,11 +56,11 @@ export interface BuiltApp {
 }
 
 /** Builds the app on a temp data dir with the test embedder; closed after the test. */
-export async function build(options: { token?: string; grants?: TokenGrant[]; dataDir?: string; topKMax?: number; bodyLimit?: number; service?: Partial<MemoryServiceOptions> } = {}): Promise<BuiltApp> {
+export async function build(options: { token?: string; grants?: TokenGrant[]; dataDir?: string; topKMax?: number; bodyLimit?: number; service?: TestServiceOptions } = {}): Promise<BuiltApp> {
   const dataDir = options.dataDir ?? (await tempDir());
   const service = await openService({ dataDir, ...options.service });
   const authenticator = options.grants ? new Authenticator(options.grants) : Authenticator.fromConfig({ token: options.token });
-  const app = await buildApp({ service, authenticator, logger: silentLogger(), topKMax: options.topKMax, bodyLimit: options.bodyLimit });
+  const app = await buildServerApp({ service, authenticator, logger: silentLogger(), topKMax: options.topKMax, bodyLimit: options.bodyLimit });
   cleanups.push(() => app.close());
   return { app, service, dataDir };
 }

@@ -1,6 +1,6 @@
 /**
  * A child process for the tests of several processes on one data directory: it opens the
- * service exactly as the CLI's commands and `memorypool mcp` do (`openCommandService`, the hash
+ * service exactly as the CLI's commands and `memorypool mcp` do (`openService`, the hash
  * embedder) and writes to one user, printing each acknowledged write as a JSON line on stdout the
  * moment it is acknowledged (so a test that kills it knows what was acknowledged).
  *
@@ -10,12 +10,12 @@
  * delete of the memory added the round before; every third round an Add of two messages under
  * the request id `shared-<i>`, which every worker sends too (the store keeps one).
  */
-import { openCommandService } from '../../src/cli/command-service.js';
+import { openService } from '../../src/open-service.js';
 import { loadConfig } from '../../src/config.js';
 
 const [dataDir, userList, tag, rounds] = process.argv.slice(2);
 const users = userList.split(',');
-const { service, close } = await openCommandService(loadConfig({ dataDir, embedder: 'hash' }));
+const { service, close } = await openService(loadConfig({ dataDir, embedder: 'hash' }), { role: 'command' });
 const say = (line: Record<string, unknown>) => process.stdout.write(JSON.stringify(line) + '\n');
 const previous = new Map<string, string>();
 for (let i = 0; i < Number(rounds); i++) {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { isDeepStrictEqual } from 'node:util';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
-import { buildApp } from '../../src/http/app.js';
+import { openStore } from '../../src/open-service.js';
+import { buildServerApp } from '../../src/server-app.js';
 import { Authenticator } from '../../src/http/auth.js';
 import { silentLogger } from '../../src/logger.js';
 import { MemoryService } from '../../src/memory/memory-service.js';
@@ -54,8 +55,8 @@ export async function openSide(name: Side['name'], where: Side['where']): Promis
 async function reopenSide(side: Side, close = true): Promise<void> {
   if (close) await closeSide(side);
   const where = side.where;
-  side.service = await MemoryService.open({ ...('dataDir' in where ? { dataDir: where.dataDir } : { databaseUrl: where.databaseUrl }), embedder: new HashEmbedder({ dimensions: 64 }), logger: silentLogger(), indexFlushDelayMs: 0 });
-  side.app = await buildApp({ service: side.service, authenticator: Authenticator.fromConfig({}), logger: silentLogger() });
+  side.service = await MemoryService.open({ store: openStore('dataDir' in where ? { dataDir: where.dataDir } : { databaseUrl: where.databaseUrl }, silentLogger()), embedder: new HashEmbedder({ dimensions: 64 }), logger: silentLogger(), indexFlushDelayMs: 0 });
+  side.app = await buildServerApp({ service: side.service, authenticator: Authenticator.fromConfig({}), logger: silentLogger() });
 }
 
 export async function closeSide(side: Side): Promise<void> {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 import { AppError } from '../../src/errors.js';
-import { nonBlankString, parseOr400, parseOr422, toValidationIssues } from '../../src/http/validation.js';
+import { nonBlankString, parseOr400, parseOr422, toValidationIssues } from '../../src/protocol/validation.js';
 
 /** The AppError a call throws (the test fails when it throws none, or something else). */
 function thrown(call: () => unknown): AppError {
@@ -97,7 +97,7 @@ describe('parseOr422', () => {
 
   // parseOr422 parses without reportInput, so toValidationIssues cannot tell a value of the wrong
   // type from an absent one and names both "missing" (pydantic says string_type). Marked as failing
-  // until src/http/validation.ts is mended; vitest then reports this test, and `.fails` goes.
+  // until src/protocol/validation.ts is mended; vitest then reports this test, and `.fails` goes.
   it.fails('names a present value of the wrong type by its type, not "missing"', () => {
     const error = thrown(() => parseOr422(search, { query: 5, user_id: 'u', top_k: 3 }));
     expect(error.issues).toEqual([{ loc: ['body', 'query'], msg: 'Input should be a valid string', type: 'string_type' }]);

@@ -1,0 +1,71 @@
+import type { UserCache } from './user-cache.js';
+import type { ServiceContext } from './service-context.js';
+import type { UserState } from './user-state.js';
+
+/** What /mem/stats reports: per-user figures, the embedder's, and this replica's cache. */
+
+export interface PoolStats {
+  count: number;
+  users: number;
+  /** `reembedding`: memories held here still waiting for a vector of this model (see BackgroundReembedding). */
+  embedder: { model: string; dimensions: number; reembedding: number };
+  /** This replica's in-memory users: how many, their estimated size and the budget (null: none). */
+  cache: { users: number; estimated_bytes: number; budget_bytes: number | null };
+  per_user: Array<{
+    user_id: string;
+    count: number;
+    sessions: number;
+    bytes_on_disk: number;
+    /** Whether this process holds the user in memory (its cache; with several processes or replicas, each its own). */
+    cached: boolean;
+    /** `graph`: whether the user keeps an HNSW graph (only past the exhaustive limit); `complete`: it holds every memory (always, for a user that keeps none). */
+    index: { graph: boolean; loaded: boolean; vectors: number; complete: boolean; pending_flush: boolean };
+  }>;
+}
+
+/**
+ * Per-user figures without loading anyone: users this replica holds come from memory (brought
+ * up to date), the others from the store's counts, so a pool larger than the cache can be
+ * described without evicting what is cached.
+ */
+export async function poolStats(service: ServiceContext): Promise<PoolStats> {
+  const perUser: PoolStats['per_user'] = [];
+  let count = 0;
+  for (const userId of await service.store.listUsers()) {
+    const cached = service.cache.peek(userId) ? await service.existingUser(userId) : null;
+    const figures = cached
+      ? { count: cached.records.size, sessions: new Set([...cached.records.values()].map((record) => record.session_id).filter(Boolean)).size }
+      : await service.store.userCounts(userId);
+    if (figures.count === 0) continue;
+    count += figures.count;
+    perUser.push({
+      user_id: userId,
+      ...figures,
+      bytes_on_disk: await service.store.storedBytes(userId),
+      cached: cached !== null,
+      index: indexStats(cached, figures.count > service.weights.exhaustiveLimit),
+    });
+  }
+  return {
+    count,
+    users: perUser.length,
+    embedder: {
+      model: service.embedder.modelId,
+      dimensions: service.embedder.dimensions,
+      reembedding: service.cache.loaded.reduce((sum, state) => sum + state.corpus.unembeddedCount, 0),
+    },
+    cache: cacheStats(service.cache),
+    per_user: perUser,
+  };
+}
+
+export function cacheStats(cache: UserCache): PoolStats['cache'] {
+  return { users: cache.loaded.length, estimated_bytes: cache.estimatedBytes, budget_bytes: cache.budgetBytes ?? null };
+}
+
+/** A user's index as /mem/stats shows it; `pastLimit`: it holds more memories than are scored exhaustively. */
+function indexStats(state: UserState | null, pastLimit: boolean): PoolStats['per_user'][number]['index'] {
+  const inMemory = state?.corpus.vectors ?? null;
+  if (!inMemory) return { graph: pastLimit, loaded: false, vectors: 0, complete: !pastLimit, pending_flush: false };
+  return { graph: true, loaded: true, vectors: inMemory.size, complete: state!.corpus.vectorIndexComplete, pending_flush: state!.indexDirty };
+}

@@ -1,0 +1,66 @@
+import { storeOptions, type Config } from './config.js';
+import { createEmbedder, serviceWeights } from './embedding/create-embedder.js';
+import type { Embedder } from './embedding/embedder.js';
+import { createLogger, type Logger } from './logger.js';
+import { MemoryService, type MemoryServiceOptions } from './memory/memory-service.js';
+import { takeInLegacyMemories } from './protocol/legacy-take-in.js';
+import { JsonlMemoryStore } from './store/jsonl-memory-store.js';
+import type { MemoryStore } from './store/memory-store.js';
+import { PostgresStore } from './store/postgres-store.js';
+
+/**
+ * The one place the service is assembled: config → store → embedder → service, then the legacy
+ * memories file taken in. The server, the CLI's commands, `memorypool mcp` and `openMemoryPool`
+ * all call this, so each runs on the same store with the same weights.
+ */
+
+export interface OpenedService {
+  service: MemoryService;
+  embedder: Embedder;
+  logger: Logger;
+  /** Closes the service (index caches written), then the encoder. */
+  close(): Promise<void>;
+}
+
+/**
+ * `server` loads every user at the start and logs at the configured level; `command` (started from
+ * the shell: the CLI, MCP stdio, the in-process pool) loads users when first touched, and since
+ * stdout belongs to the command, logs (to stderr) start at warn unless another level was asked for.
+ */
+export type ServiceRole = 'server' | 'command';
+
+/** Where the memories live: PostgreSQL when a database URL is given, else the JSONL data directory. */
+export function openStore(location: { dataDir?: string; databaseUrl?: string }, logger: Logger): MemoryStore {
+  if (location.databaseUrl !== undefined) return new PostgresStore({ url: location.databaseUrl, logger });
+  if (location.dataDir === undefined) throw new Error('The service needs a dataDir or a databaseUrl');
+  return new JsonlMemoryStore(location.dataDir, logger);
+}
+
+export async function openService(
+  config: Config,
+  options: { role: ServiceRole } & Pick<MemoryServiceOptions, 'indexFlushDelayMs'>,
+): Promise<OpenedService> {
+  const server = options.role === 'server';
+  const logger = createLogger(server || config.logLevel !== 'info' ? config.logLevel : 'warn');
+  const { dataDir, databaseUrl, cacheBytes } = storeOptions(config);
+  const embedder = createEmbedder(config);
+  const service = await MemoryService.open({
+    store: openStore({ dataDir, databaseUrl }, logger),
+    cacheBytes,
+    embedder,
+    logger,
+    preload: server,
+    weights: serviceWeights(config),
+    indexFlushDelayMs: options.indexFlushDelayMs,
+  });
+  await takeInLegacyMemories(service, logger);
+  return {
+    service,
+    embedder,
+    logger,
+    close: async () => {
+      await service.close();
+      await embedder.close();
+    },
+  };
+}
