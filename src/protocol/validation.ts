@@ -38,7 +38,9 @@ export function parseOr422<T>(schema: z.ZodType<T>, input: unknown, extraIssues:
   if (input === undefined) {
     throw createError('VALIDATION_FAILED', undefined, { issues: [{ loc: ['body'], msg: 'Field required', type: 'missing' }] });
   }
-  const result = schema.safeParse(input);
+  // With the input on each issue, a present value of the wrong type is named by its type
+  // (string_type, as pydantic says), not "missing".
+  const result = schema.safeParse(input, { reportInput: true });
   const issues = [...(result.success ? [] : toValidationIssues(result.error, 'body')), ...extraIssues, ...loneSurrogateIssues(input, 'body')];
   if (issues.length > 0 || !result.success) throw createError('VALIDATION_FAILED', undefined, { issues });
   return result.data;

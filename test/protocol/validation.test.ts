@@ -95,10 +95,7 @@ describe('parseOr422', () => {
     ]);
   });
 
-  // parseOr422 parses without reportInput, so toValidationIssues cannot tell a value of the wrong
-  // type from an absent one and names both "missing" (pydantic says string_type). Marked as failing
-  // until src/protocol/validation.ts is mended; vitest then reports this test, and `.fails` goes.
-  it.fails('names a present value of the wrong type by its type, not "missing"', () => {
+  it('names a present value of the wrong type by its type, not "missing"', () => {
     const error = thrown(() => parseOr422(search, { query: 5, user_id: 'u', top_k: 3 }));
     expect(error.issues).toEqual([{ loc: ['body', 'query'], msg: 'Input should be a valid string', type: 'string_type' }]);
   });
