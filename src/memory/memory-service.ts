@@ -3,20 +3,19 @@ import { createError, isAppError } from '../errors.js';
 import { denseText } from '../ingest/message-units.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
-import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { MemoryStore } from '../store/memory-store.js';
-import { ArrivalOrder } from './arrival-order.js';
+import { ConversationAdds } from './conversation-adds.js';
 import { IndexLifecycle } from './index-lifecycle.js';
-import { errorMessage, hitContent, matchesFilter, publicMemory, unitText } from './memory-records.js';
+import { errorMessage, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
 import { cacheStats, poolStats, type PoolStats } from './pool-stats.js';
 import { exportRecords, exportUnits, importRecords, type ExportedUnit, type PortableRecord } from './portability.js';
-import { APPEND, type ServiceContext } from './service-context.js';
+import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
-import { boundSearchRequest } from './query-bounds.js';
-import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
-import { conversationDraft, conversationUnits, memoryDraft, memoryUnit } from './write-drafts.js';
-import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
+import type { SearchOverrides } from './query-plan.js';
+import { getMemory, listMemories, memoryHistory, searchMemories } from './memory-reads.js';
+import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
+import type { Memory, MemoryVersion } from '../domain/memory.js';
 import type {
   AddOutcome,
   ConversationAdd,
@@ -62,8 +61,7 @@ export class MemoryService {
   private readonly cache: UserCache;
   /** What the service's parts (portability, stats) work through. */
   private readonly context: ServiceContext;
-  private readonly pendingAdds = new Map<string, Promise<AddOutcome>>();
-  private readonly arrivals = new ArrivalOrder();
+  private readonly conversations: ConversationAdds;
   private readonly preload: boolean;
   private inFlight = 0;
   /** Memories stored, as of the last count plus this service's own writes since. */
@@ -110,6 +108,7 @@ export class MemoryService {
         this.total += delta;
       },
     };
+    this.conversations = new ConversationAdds(this.context, (work) => this.track(work));
   }
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
@@ -195,152 +194,39 @@ export class MemoryService {
   }
 
   async addMemory(input: NewMemory): Promise<Memory> {
-    return this.track(async () => {
-      const unit = memoryUnit(input, Date.now());
-      const [vector] = await this.embed([denseText(unit)], 'ingest', input.userId);
-      const draft = memoryDraft(input, unit, vector, this.embedder.modelId);
-      return this.underLock(
-        input.userId,
-        async (state) => {
-          const result = (await this.store.append(input.userId, [draft]))!;
-          this.total += 1;
-          this.cache.applyAppend(state, result, [vector]);
-          return publicMemory(result.records[0]);
-        },
-        APPEND,
-      );
-    });
+    return this.track(() => addMemory(this.context, input));
   }
 
-  /**
-   * Stores an evaluation-platform Add. Idempotent on (request_id, user_id): a repeat, even one
-   * racing the first or arriving after a restart, stores nothing and reports `stored: false`;
-   * the first body wins.
-   */
-  async addConversation(input: ConversationAdd): Promise<AddOutcome> {
-    const key = JSON.stringify([input.userId, input.requestId]);
-    const pending = this.pendingAdds.get(key);
-    if (pending) {
-      await pending.catch(() => undefined);
-      // The first attempt failed: this one is a retry in its own right.
-      if (!this.pendingAdds.has(key)) return this.addConversation(input);
-      return { stored: false, units: 0 };
-    }
-    const attempt = this.track(() => this.storeConversation(input));
-    this.pendingAdds.set(key, attempt);
-    try {
-      return await attempt;
-    } finally {
-      this.pendingAdds.delete(key);
-    }
+  /** Stores an evaluation-platform Add, at most once per (request_id, user_id) (see conversation-adds.ts). */
+  addConversation(input: ConversationAdd): Promise<AddOutcome> {
+    return this.conversations.add(input);
   }
 
-  async search(unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
-    const request = boundSearchRequest(unbounded);
-    return this.track(async () => {
-      const texts = queryTexts(request);
-      const encode = () => {
-        const vectors = this.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
-        vectors.catch(() => undefined);
-        return vectors;
-      };
-      // The encoder works while this thread does the rest. For a user held here with memories it
-      // starts even before the freshness check (with PostgreSQL, a round trip); any other user is
-      // checked first, so that searching an unknown user costs no encoder time.
-      let encoding = (this.cache.peek(request.userId)?.records.size ?? 0) > 0 ? encode() : null;
-      const state = await this.existingUser(request.userId);
-      if (!state || state.records.size === 0) return [];
-      encoding ??= encode();
-      const plan = planQuery(request, texts, state.corpus, this.weights, overrides);
-      const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(state, request.filter) }, plan.weights);
-      // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
-      const ranked = state.corpus.rank(prepared, await encoding, request.limit);
-      const hits: SearchHit[] = [];
-      for (const { seq, score, explanation, duplicates } of ranked) {
-        const record = state.bySeq.get(seq);
-        if (!record) continue;
-        const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
-        if (explanation) hit.explanation = explanation;
-        if (duplicates !== undefined) hit.duplicates = duplicates;
-        hits.push(hit);
-      }
-      return hits;
-    });
+  search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+    return this.track(() => searchMemories(this.context, request, overrides));
   }
-
 
   /** Newest first. */
-  async list(request: ListRequest): Promise<Memory[]> {
-    const state = await this.existingUser(request.userId);
-    if (!state) return [];
-    const out: Memory[] = [];
-    const seqs = [...state.bySeq.keys()].sort((a, b) => b - a);
-    for (const seq of seqs) {
-      const record = state.bySeq.get(seq)!;
-      if (request.filter && !matchesFilter(record, request.filter)) continue;
-      out.push(publicMemory(record));
-      if (out.length >= request.limit) break;
-    }
-    return out;
+  list(request: ListRequest): Promise<Memory[]> {
+    return listMemories(this.context, request);
   }
 
-  async get(userId: string, id: string): Promise<Memory> {
-    const record = (await this.existingUser(userId))?.records.get(id);
-    if (!record) throw notFound(id);
-    return publicMemory(record);
+  get(userId: string, id: string): Promise<Memory> {
+    return getMemory(this.context, userId, id);
   }
 
-  /**
-   * Replaces a memory by its next version: same id, version + 1. A new text is embedded first
-   * (outside the lock, like an Add) and the memory is re-indexed before this returns, so from
-   * the answer on searches find the new text and never the old one.
-   */
-  async updateMemory(input: MemoryUpdate): Promise<Memory> {
-    return this.track(async () => {
-      const state = await this.existingUser(input.userId);
-      const current = state?.records.get(input.id);
-      if (!current) throw notFound(input.id);
-      const text = input.text?.trim();
-      // Any text given is embedded, even one equal to what this replica holds: another writer may
-      // change the text meanwhile, and the stored vector must be the stored text's.
-      const [vector] = text !== undefined ? await this.embed([denseText({ ...unitText(current), text })], 'ingest', input.userId) : [];
-      return this.underLock(input.userId, async (locked) => {
-        const result = await this.store.update(input.userId, input.id, {
-          text,
-          tags: input.tags,
-          importance: input.importance,
-          metadata: input.metadata,
-          updatedAt: new Date().toISOString(),
-          ...(vector ? { vector, model: this.embedder.modelId } : {}),
-        });
-        if (!result) throw notFound(input.id);
-        this.cache.applyUpdate(locked, result, vector);
-        return publicMemory(result.record);
-      });
-    });
+  /** A new version of a memory (see memory-edits.ts). */
+  updateMemory(input: MemoryUpdate): Promise<Memory> {
+    return this.track(() => updateMemory(this.context, input));
   }
 
   /** Every version of a memory, oldest first, the current one last. */
-  async history(userId: string, id: string): Promise<{ id: string; versions: MemoryVersion[] }> {
-    const record = (await this.existingUser(userId))?.records.get(id);
-    if (!record) throw notFound(id);
-    const { version, text, tags, importance, metadata, updated_at } = publicMemory(record);
-    const earlier = version > 1 ? await this.store.history(userId, id) : [];
-    return { id, versions: [...earlier.filter((entry) => entry.version < version), { version, text, tags, importance, metadata, updated_at }] };
+  history(userId: string, id: string): Promise<{ id: string; versions: MemoryVersion[] }> {
+    return memoryHistory(this.context, userId, id);
   }
 
-  /** Deletes one memory: the store drops it (the JSONL store rewrites only its owner's file), then every index does. */
   async delete(userId: string, id: string): Promise<void> {
-    await this.track(async () => {
-      const state = await this.existingUser(userId);
-      if (!state?.records.has(id)) throw notFound(id);
-      await this.underLock(userId, async (current) => {
-        const result = await this.store.remove(userId, [id]);
-        if (result.removed.length === 0) throw notFound(id);
-        this.total -= 1;
-        this.cache.applyRemove(current, result);
-      });
-    });
+    await this.track(() => deleteMemory(this.context, userId, id));
   }
 
   /** Removes everything stored for a user, files included. Returns how many memories it held. */
@@ -376,30 +262,8 @@ export class MemoryService {
 
 
   /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
-  async purgeOlderThan(cutoffMs: number): Promise<number> {
-    return this.track(async () => {
-      let purged = 0;
-      for (const userId of await this.store.listUsers()) {
-        if (!this.cache.peek(userId)) {
-          // Not cached here: the store alone; a replica holding the user sees the new version.
-          const removed = (await this.store.removeOlderThan(userId, cutoffMs)).removed.length;
-          this.total -= removed;
-          purged += removed;
-          continue;
-        }
-        await this.underLock(
-          userId,
-          async (state) => {
-            const result = await this.store.removeOlderThan(userId, cutoffMs);
-            this.cache.applyRemove(state, result);
-            this.total -= result.removed.length;
-            purged += result.removed.length;
-          },
-          { attachIndex: false },
-        );
-      }
-      return purged;
-    });
+  purgeOlderThan(cutoffMs: number): Promise<number> {
+    return this.track(() => purgeOlderThan(this.context, cutoffMs));
   }
 
   async listUsers(): Promise<string[]> {
@@ -454,39 +318,6 @@ export class MemoryService {
     for (const state of this.cache.loaded) if (state.indexDirty) await this.lifecycle.flush(state);
   }
 
-  private async storeConversation(input: ConversationAdd): Promise<AddOutcome> {
-    // Before any await: the place in line is the order this Add arrived in, and so is its time
-    // (the date of messages without a timestamp), so a session's undated turns keep their order.
-    const receivedAt = Date.now();
-    const place = this.arrivals.enter(input.userId);
-    try {
-      return await this.storeConversationInTurn(input, place.turn, receivedAt);
-    } finally {
-      place.leave();
-    }
-  }
-
-  private async storeConversationInTurn(input: ConversationAdd, turn: Promise<void>, receivedAt: number): Promise<AddOutcome> {
-    const known = await this.cache.get(input.userId);
-    if (known.requestIds.has(input.requestId) || (await this.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
-    const drafts = conversationUnits(input, receivedAt);
-    const vectors = await this.embed(drafts.map((draft) => denseText(draft.unit)), 'ingest', input.userId);
-    const units = drafts.map((draft, i) => conversationDraft(input, draft, receivedAt, vectors[i], this.embedder.modelId));
-    await turn;
-    return this.underLock(input.userId, async (state) => {
-      if (state.requestIds.has(input.requestId)) return { stored: false, units: 0 };
-      // The store checks the request id in the same write: of two replicas racing, the first wins.
-      const result = await this.store.append(input.userId, units, { requestId: input.requestId });
-      if (!result) {
-        state.requestIds.add(input.requestId);
-        return { stored: false, units: 0 };
-      }
-      this.total += result.records.length;
-      this.cache.applyAppend(state, result, vectors);
-      return { stored: true, units: result.records.length };
-    }, APPEND);
-  }
-
   /** Runs a write under the user's lock, starting over if the cached user was retired meanwhile. */
   private async underLock<T>(userId: string, task: (state: UserState) => Promise<T>, options: { attachIndex?: boolean } = {}): Promise<T> {
     for (;;) {
@@ -534,21 +365,4 @@ export class MemoryService {
       }
     }
   }
-}
-
-function notFound(id: string): Error {
-  return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
-}
-
-/** The request's filter as the corpus applies it (on its units, whose time is parsed already), or none. */
-function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((unit: CorpusUnit) => boolean) | undefined {
-  if (!filter || (filter.tag === undefined && filter.metadata === undefined && filter.sinceMs === undefined && filter.untilMs === undefined)) return undefined;
-  return (unit) => {
-    const record = state.bySeq.get(unit.seq);
-    return record !== undefined && matchesFilter(record, filter, unit.timeMs);
-  };
-}
-
-function roundScore(score: number): number {
-  return Math.round(score * 1e6) / 1e6;
 }

@@ -1,0 +1,89 @@
+import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
+import { createError } from '../errors.js';
+import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
+import { hitContent, matchesFilter, publicMemory } from './memory-records.js';
+import { boundSearchRequest } from './query-bounds.js';
+import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
+import type { ServiceContext } from './service-context.js';
+import type { ListRequest, SearchHit, SearchRequest } from './types.js';
+import type { UserState } from './user-state.js';
+
+/** The service's reads: search, list, get and history, each of one user as stored now. */
+
+export async function searchMemories(service: ServiceContext, unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+  const request = boundSearchRequest(unbounded);
+  const texts = queryTexts(request);
+  const encode = () => {
+    const vectors = service.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
+    vectors.catch(() => undefined);
+    return vectors;
+  };
+  // The encoder works while this thread does the rest. For a user held here with memories it
+  // starts even before the freshness check (with PostgreSQL, a round trip); any other user is
+  // checked first, so that searching an unknown user costs no encoder time.
+  let encoding = (service.cache.peek(request.userId)?.records.size ?? 0) > 0 ? encode() : null;
+  const state = await service.existingUser(request.userId);
+  if (!state || state.records.size === 0) return [];
+  encoding ??= encode();
+  const plan = planQuery(request, texts, state.corpus, service.weights, overrides);
+  const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(state, request.filter) }, plan.weights);
+  // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
+  const ranked = state.corpus.rank(prepared, await encoding, request.limit);
+  const hits: SearchHit[] = [];
+  for (const { seq, score, explanation, duplicates } of ranked) {
+    const record = state.bySeq.get(seq);
+    if (!record) continue;
+    const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
+    if (explanation) hit.explanation = explanation;
+    if (duplicates !== undefined) hit.duplicates = duplicates;
+    hits.push(hit);
+  }
+  return hits;
+}
+
+/** Newest first. */
+export async function listMemories(service: ServiceContext, request: ListRequest): Promise<Memory[]> {
+  const state = await service.existingUser(request.userId);
+  if (!state) return [];
+  const out: Memory[] = [];
+  const seqs = [...state.bySeq.keys()].sort((a, b) => b - a);
+  for (const seq of seqs) {
+    const record = state.bySeq.get(seq)!;
+    if (request.filter && !matchesFilter(record, request.filter)) continue;
+    out.push(publicMemory(record));
+    if (out.length >= request.limit) break;
+  }
+  return out;
+}
+
+export async function getMemory(service: ServiceContext, userId: string, id: string): Promise<Memory> {
+  const record = (await service.existingUser(userId))?.records.get(id);
+  if (!record) throw notFound(id);
+  return publicMemory(record);
+}
+
+/** Every version of a memory, oldest first, the current one last. */
+export async function memoryHistory(service: ServiceContext, userId: string, id: string): Promise<{ id: string; versions: MemoryVersion[] }> {
+  const record = (await service.existingUser(userId))?.records.get(id);
+  if (!record) throw notFound(id);
+  const { version, text, tags, importance, metadata, updated_at } = publicMemory(record);
+  const earlier = version > 1 ? await service.store.history(userId, id) : [];
+  return { id, versions: [...earlier.filter((entry) => entry.version < version), { version, text, tags, importance, metadata, updated_at }] };
+}
+
+export function notFound(id: string): Error {
+  return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
+}
+
+/** The request's filter as the corpus applies it (on its units, whose time is parsed already), or none. */
+function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((unit: CorpusUnit) => boolean) | undefined {
+  if (!filter || (filter.tag === undefined && filter.metadata === undefined && filter.sinceMs === undefined && filter.untilMs === undefined)) return undefined;
+  return (unit) => {
+    const record = state.bySeq.get(unit.seq);
+    return record !== undefined && matchesFilter(record, filter, unit.timeMs);
+  };
+}
+
+function roundScore(score: number): number {
+  return Math.round(score * 1e6) / 1e6;
+}
