@@ -85,7 +85,7 @@ const configSchema = z.object({
   /** Memory budget (MiB) for the users held in memory; least recently used users are evicted past it. Unset: no limit. */
   cacheMb: z.coerce.number().positive().optional(),
 
-  // The edge: HTTPS, slow clients, overload, rate limits (README "Limits"; src/http/http-server.ts, load-shedding.ts, rate-limit.ts).
+  // The edge: HTTPS, slow clients, overload, rate limits (docs/http-api.md, "Limits ..."; src/http/http-server.ts, load-shedding.ts, rate-limit.ts).
   /** PEM certificate (chain) and private key files: both set serve HTTPS. */
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),

@@ -8,7 +8,7 @@ import type { Logger } from './logger.js';
  * `MEMORYPOOL_PROCESSES` server processes on one port. Node's cluster primary accepts the
  * connections and hands them round robin to the workers; each worker is a whole server
  * (`startServer`) on the same data directory or database. The stores already keep processes that
- * share one consistent (README "Several processes on one data directory"; replicas on PostgreSQL),
+ * share one consistent (docs/operations.md, "Data files" and "Every core"; replicas on PostgreSQL),
  * so a write one process acknowledged is what the next request to any other sees, and no request
  * needs to reach a particular process.
  *

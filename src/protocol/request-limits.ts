@@ -4,7 +4,7 @@
  * the longest message in LongMemEval-S is 41,855 characters, in LoCoMo 440) and far below what
  * would keep the encoder busy for seconds: every stored unit and every query text costs one
  * encoder pass. A request past a bound is a 422 naming the field, before any work is done.
- * README.md ("Limits") documents them; the query's own length bound is the service's
+ * docs/http-api.md ("Limits, slow clients, overload, rate limits and HTTPS") documents them; the query's own length bound is the service's
  * (src/memory/query-bounds.ts), since every door searches through it.
  */
 

@@ -5,7 +5,7 @@
  *
  * Every table is keyed and hash-partitioned by `user_id`, and every query the service makes
  * names one `user_id`, so the schema can be distributed on Citus with `user_id` as the
- * distribution column (README, "Running several replicas").
+ * distribution column (docs/operations.md, "Running several replicas").
  */
 import { ESC_CODE, KEY_FUNCTION_SQL, KEY_INLINE_BYTES } from './postgres-text.js';
 
