@@ -100,6 +100,12 @@ const configSchema = z.object({
   /** Requests per token per window before 429s; 0 (the default) never limits. */
   rateLimit: z.coerce.number().int().min(0).default(0),
   rateLimitWindowMs: z.coerce.number().int().positive().default(60_000),
+  /** Origins whose browser pages may call the API (CORS, src/http/cors.ts): comma-separated, or `*`; none by default. */
+  corsOrigins: z
+    .string()
+    .default('')
+    .transform((value) => value.split(',').map((origin) => origin.trim()).filter(Boolean))
+    .pipe(z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+\/?$/, 'each origin is scheme://host[:port], or *')]))),
   /** Serve GET /metrics without a token (for a scraper inside a trusted network). */
   metricsPublic: z.stringbool().default(false),
 });
@@ -143,6 +149,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   rateLimit: 'MEMORYPOOL_RATE_LIMIT',
   rateLimitWindowMs: 'MEMORYPOOL_RATE_LIMIT_WINDOW_MS',
   metricsPublic: 'MEMORYPOOL_METRICS_PUBLIC',
+  corsOrigins: 'MEMORYPOOL_CORS_ORIGINS',
 };
 
 export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {

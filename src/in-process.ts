@@ -4,6 +4,7 @@ import { memoryQuery } from './client/query.js';
 import type * as api from './client/types.js';
 import { loadConfig, type ConfigInput } from './config.js';
 import { createError, isAppError } from './errors.js';
+import { packageVersion } from './http/package-files.js';
 import type { MemoryService } from './memory/memory-service.js';
 import { invoke, runAction, type Action } from './protocol/invoke.js';
 import { userScopeSchema } from './protocol/memorypool-schemas.js';
@@ -103,7 +104,7 @@ class InProcessPool implements MemoryPool {
   }
 
   health(options?: api.RequestOptions): Promise<api.Health> {
-    return this.run(options, async () => ({ ok: true as const, service: 'memorypool' as const, count: await this.service.memoryCount() }));
+    return this.run(options, async () => ({ ok: true as const, service: 'memorypool' as const, version: packageVersion(), count: await this.service.memoryCount() }));
   }
 
   async close(): Promise<void> {

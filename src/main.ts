@@ -31,6 +31,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
     loadShedding: { maxEventLoopDelayMs: config.maxEventLoopDelayMs },
     rateLimit: { max: config.rateLimit, windowMs: config.rateLimitWindowMs },
     metricsPublic: config.metricsPublic,
+    corsOrigins: config.corsOrigins,
   });
   // Fastify names the scheme from its own `https` option, which a server factory bypasses.
   const url = (await app.listen({ host: config.host, port: config.port })).replace(/^http:/, isTls(config) ? 'https:' : 'http:');

@@ -4,6 +4,7 @@ import type { Embedder } from './embedding/embedder.js';
 import { createLogger, type Logger } from './logger.js';
 import { MemoryService, type MemoryServiceOptions } from './memory/memory-service.js';
 import { takeInLegacyMemories } from './protocol/legacy-take-in.js';
+import { loadHnswlib } from './retrieval/vector-index.js';
 import { JsonlMemoryStore } from './store/jsonl-memory-store.js';
 import type { MemoryStore } from './store/memory-store.js';
 import { PostgresStore } from './store/postgres-store.js';
@@ -43,16 +44,25 @@ export async function openService(
   const server = options.role === 'server';
   const logger = createLogger(server || config.logLevel !== 'info' ? config.logLevel : 'warn');
   const { dataDir, databaseUrl, cacheBytes } = storeOptions(config);
+  // Now, not at a user's first Add: without the native index build nothing could be served.
+  loadHnswlib();
   const embedder = createEmbedder(config);
-  const service = await MemoryService.open({
-    store: openStore({ dataDir, databaseUrl }, logger),
-    cacheBytes,
-    embedder,
-    logger,
-    preload: server,
-    weights: serviceWeights(config),
-    indexFlushDelayMs: options.indexFlushDelayMs,
-  });
+  let service: MemoryService;
+  try {
+    service = await MemoryService.open({
+      store: openStore({ dataDir, databaseUrl }, logger),
+      cacheBytes,
+      embedder,
+      logger,
+      preload: server,
+      weights: serviceWeights(config),
+      indexFlushDelayMs: options.indexFlushDelayMs,
+    });
+  } catch (error) {
+    // The encoder's thread would otherwise keep a command that failed to open (no model, say) alive.
+    await embedder.close();
+    throw error;
+  }
   await takeInLegacyMemories(service, logger);
   return {
     service,

@@ -31,3 +31,13 @@ describe('loadConfig: server processes and encoder copies', () => {
     expect(loadConfig({}, { MEMORYPOOL_PROCESSES: 'auto' })).toMatchObject({ processes: cores, encoderWorkers: 1 });
   });
 });
+
+describe('loadConfig: CORS origins', () => {
+  it('lets no origin in by default, reads a comma-separated list or *, and refuses what is not an origin', () => {
+    expect(loadConfig({}, {}).corsOrigins).toEqual([]);
+    expect(loadConfig({}, { MEMORYPOOL_CORS_ORIGINS: 'http://localhost:5173, https://app.example.com:8443' }).corsOrigins).toEqual(['http://localhost:5173', 'https://app.example.com:8443']);
+    expect(loadConfig({}, { MEMORYPOOL_CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+    expect(() => loadConfig({}, { MEMORYPOOL_CORS_ORIGINS: 'app.example.com' })).toThrow(/MEMORYPOOL_CORS_ORIGINS/);
+    expect(() => loadConfig({}, { MEMORYPOOL_CORS_ORIGINS: 'https://app.example.com/path' })).toThrow(/MEMORYPOOL_CORS_ORIGINS/);
+  });
+});

@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { loadConfig, type ConfigInput } from '../config.js';
 import { AppError, createError, isAppError } from '../errors.js';
+import { packageVersion } from '../http/package-files.js';
 import { serve } from '../main.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { invoke } from '../protocol/invoke.js';
@@ -30,6 +31,7 @@ interface GlobalOptions {
 
 const program = new Command()
   .name('memorypool')
+  .version(packageVersion(), '-V, --version', 'print the version')
   .description('Long-term memory for AI agents: store, search and manage memories (JSON on stdout).\nWith no command and a BIT payload on stdin ({tool_id, tool, invoked_by, params}), runs it like POST /invoke.')
   .option('--data-dir <dir>', 'data directory (env MEMORYPOOL_DATA_DIR, default ~/.memorypool)')
   .option('--database-url <url>', 'keep memories in PostgreSQL instead (postgres://...; env MEMORYPOOL_DATABASE_URL)')

@@ -243,7 +243,7 @@ async function loadModel(modelDir: string, precision: ModelPrecision, intraOpThr
   if (missing.length > 0) {
     throw createError(
       'EMBEDDER_UNAVAILABLE',
-      `The local embedding model is missing (${missing.join(', ')} not found in ${modelDir}); run \`npm run build:model\` to build it`,
+      `The local embedding model is missing (${missing.join(', ')} not found in ${modelDir}); ${buildHint()}`,
     );
   }
   const config = JSON.parse(await readFile(path.join(modelDir, 'config.json'), 'utf8')) as {
@@ -304,6 +304,22 @@ export function normalise(v: Float32Array): Float32Array {
   const norm = Math.sqrt(sq);
   if (norm > 0) for (let i = 0; i < v.length; i++) v[i]! /= norm;
   return v;
+}
+
+/**
+ * What to do about a missing model: a clone builds it (`prepare` does, at install); an installed
+ * package has no build script or build dependencies, since the model ships inside it (`files`).
+ */
+function buildHint(): string {
+  let clone = false;
+  try {
+    clone = existsSync(path.join(packageRoot(), 'scripts', 'build-model.ts'));
+  } catch {
+    clone = false;
+  }
+  return clone
+    ? 'run `npm run build:model` to build it'
+    : 'the memorypool package ships it in models/use-lite, so this install is incomplete: reinstall memorypool (or set MEMORYPOOL_MODEL_DIR to a model folder)';
 }
 
 let cachedRoot: string | null = null;

@@ -173,9 +173,7 @@ export class SentenceTransformerEmbedder implements Embedder {
     const tokenizerConfigFile = path.join(modelDir, 'tokenizer_config.json');
     const tokenizerConfig = existsSync(tokenizerConfigFile) ? readJson(tokenizerConfigFile) : {};
     // The tokenizers module alone: transformers.js's index also loads its image code (sharp).
-    const { AutoTokenizer } = (await import('@xenova/transformers/src/tokenizers.js' as string)) as {
-      AutoTokenizer: { TOKENIZER_CLASS_MAPPING: Record<string, new (json: unknown, config: unknown) => Tokenizer> };
-    };
+    const { AutoTokenizer } = await tokenizers();
     const className = String((tokenizerConfig as { tokenizer_class?: string }).tokenizer_class ?? 'PreTrainedTokenizer').replace(/Fast$/, '');
     const TokenizerClass = AutoTokenizer.TOKENIZER_CLASS_MAPPING[className] ?? AutoTokenizer.TOKENIZER_CLASS_MAPPING.PreTrainedTokenizer!;
     let tokenizer: Tokenizer;
@@ -248,5 +246,26 @@ function readJson(file: string): unknown {
     return JSON.parse(readFileSync(file, 'utf8')) as unknown;
   } catch (cause) {
     throw createError('EMBEDDER_UNAVAILABLE', `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
+  }
+}
+
+type TokenizersModule = { AutoTokenizer: { TOKENIZER_CLASS_MAPPING: Record<string, new (json: unknown, config: unknown) => Tokenizer> } };
+
+/**
+ * transformers.js' tokenizers module alone: its index also loads its image code (sharp). It is an
+ * optional peer dependency, needed only for a model the user brings (the built-in encoder has its
+ * own tokenizer), so an app that never brings one does not install sharp and its install script.
+ */
+async function tokenizers(): Promise<TokenizersModule> {
+  try {
+    return (await import('@xenova/transformers/src/tokenizers.js' as string)) as TokenizersModule;
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code;
+    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw cause;
+    throw createError(
+      'EMBEDDER_UNAVAILABLE',
+      'A model you bring (MEMORYPOOL_MODEL_DIR) is tokenized by @xenova/transformers, which is not installed: `npm install @xenova/transformers@2.17.2` in your app',
+      { cause },
+    );
   }
 }

@@ -12,6 +12,7 @@ import { registerOpenApi, trackRoutes } from './openapi.js';
 import { registerPlatformRoutes } from './platform-routes.js';
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { authHook } from './request-context.js';
+import { registerCors } from './cors.js';
 
 export interface AppOptions {
   service: MemoryService;
@@ -25,6 +26,8 @@ export interface AppOptions {
   loadShedding?: LoadSheddingOptions;
   /** 429 past a per-token request rate (src/http/rate-limit.ts); off when absent. */
   rateLimit?: RateLimitOptions;
+  /** Origins whose pages may call the API from a browser (MEMORYPOOL_CORS_ORIGINS, src/http/cors.ts); none when absent. */
+  corsOrigins?: readonly string[];
   /** GET /metrics without a token (MEMORYPOOL_METRICS_PUBLIC). */
   metricsPublic?: boolean;
   /**
@@ -132,6 +135,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       if (admitted === 0) for (const wake of idleWaiters.splice(0)) wake();
     });
   });
+  // Before the token check: a browser's preflight carries no credentials.
+  registerCors(app, options.corsOrigins ?? []);
   // Pages and the API description hold no data: they load before the token is typed in.
   const pages = ['/', '/ui', '/ui/:file', '/openapi.json', '/docs', '/docs/:file'];
   app.addHook('onRequest', authHook(options.authenticator, options.metricsPublic ? [...pages, '/metrics'] : pages));

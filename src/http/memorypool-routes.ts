@@ -4,6 +4,7 @@ import { invoke, runAction, type Action } from '../protocol/invoke.js';
 import { addParamsSchema, DEFAULT_USER, idParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import { OPERATION_TABLE as op } from '../protocol/operations.js';
 import { serveOperation } from './operation-route.js';
+import { packageVersion } from './package-files.js';
 import { authorizeUser } from './request-context.js';
 import { parseOr400 } from '../protocol/validation.js';
 
@@ -13,7 +14,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
   const asAction = (action: Action) => (request: FastifyRequest) =>
     runAction(service, action, { ...(request.query as object), ...(request.params as object) }, (userId) => authorizeUser(request, userId), 'http');
 
-  serveOperation(app, op.health, async () => ({ ok: true, service: 'memorypool', count: await service.memoryCount() }));
+  serveOperation(app, op.health, async () => ({ ok: true, service: 'memorypool', version: packageVersion(), count: await service.memoryCount() }));
 
   serveOperation(app, op.add, async (request) => {
     const input = parseOr400(addParamsSchema, request.body ?? {});

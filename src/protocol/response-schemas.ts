@@ -75,7 +75,8 @@ export const poolStatsSchema = z
     ),
   });
 
-export const healthSchema = z.object({ ok: z.literal(true), service: z.literal('memorypool'), count: z.number().int() });
+/** `version`: the package's, so a client or a load balancer can tell which build answers. */
+export const healthSchema = z.object({ ok: z.literal(true), service: z.literal('memorypool'), version: z.string(), count: z.number().int() });
 export const deletedSchema = z.object({ deleted: z.string() });
 export const deletedUserSchema = z.object({ deleted_user: z.string(), deleted: z.number().int() });
 

@@ -1,5 +1,30 @@
 import { open } from 'node:fs/promises';
-import hnswlib from 'hnswlib-node';
+import { createRequire } from 'node:module';
+import type hnswlib from 'hnswlib-node';
+import { createError } from '../errors.js';
+
+type Hnswlib = typeof hnswlib;
+let loaded: Hnswlib | undefined;
+
+/**
+ * hnswlib-node, loaded on first use rather than at import: it is a native addon built by its own
+ * install script, which npm 12 runs only when the app allows it. Without the build the require
+ * fails with a bindings stack trace that names no remedy; this says what to do in one line.
+ * `openService` calls it at the start, so a server without the build refuses to start.
+ */
+export function loadHnswlib(): Hnswlib {
+  if (loaded) return loaded;
+  try {
+    loaded = createRequire(import.meta.url)('hnswlib-node') as Hnswlib;
+  } catch (cause) {
+    throw createError(
+      'INTERNAL',
+      `hnswlib-node's native build is missing (${(cause as Error).message.split('\n')[0]}): npm 12 runs its install script only when allowed — add "allowScripts": {"hnswlib-node": true} to your app's package.json (or run \`npm install-scripts approve hnswlib-node\`), then \`npm rebuild hnswlib-node\``,
+      { cause },
+    );
+  }
+  return loaded;
+}
 
 /** Links per node; a saved graph's size and load time follow from it (the bench's scale store builds with it too). */
 export const HNSW_M = 16;
@@ -36,7 +61,7 @@ export class VectorIndex {
   }
 
   static create(dimensions: number, capacity = INITIAL_CAPACITY): VectorIndex {
-    const index = new hnswlib.HierarchicalNSW('cosine', dimensions);
+    const index = new (loadHnswlib().HierarchicalNSW)('cosine', dimensions);
     index.initIndex({ maxElements: Math.max(capacity, 16), m: HNSW_M, efConstruction: EF_CONSTRUCTION, randomSeed: 100, allowReplaceDeleted: false });
     return new VectorIndex(dimensions, index);
   }
@@ -46,7 +71,7 @@ export class VectorIndex {
    * caller checks the dimension it saved beside the file before trusting it.
    */
   static async read(file: string, dimensions: number): Promise<VectorIndex> {
-    const index = new hnswlib.HierarchicalNSW('cosine', dimensions);
+    const index = new (loadHnswlib().HierarchicalNSW)('cosine', dimensions);
     await index.readIndex(file, false);
     if (index.getNumDimensions() !== dimensions) throw new Error('vector index dimension mismatch');
     const vectorIndex = new VectorIndex(dimensions, index);

@@ -67,6 +67,12 @@ export class PostgresStore implements MemoryStore {
       try {
         await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
         const applied = new Set((await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((row) => row.version));
+        // A newer build's migrations: its tables may mean what this build would misread.
+        const known = Math.max(...MIGRATIONS.map((migration) => migration.version));
+        const newest = Math.max(0, ...applied);
+        if (newest > known) {
+          throw createError('STORAGE_UNAVAILABLE', `The database's schema is at version ${newest}, migrated by a newer memorypool; this build knows versions up to ${known} and will not misread it: upgrade memorypool (CHANGELOG.md)`);
+        }
         for (const migration of MIGRATIONS) {
           if (applied.has(migration.version)) continue;
           await client.query('BEGIN');

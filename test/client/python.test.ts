@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -64,11 +64,15 @@ describe('the Python client (clients/python)', () => {
     expect(output, output).not.toMatch(/skipped/);
   });
 
-  it('installs with pip from its folder with nothing to fetch (no index, no wheel package), and the installed package imports', async () => {
-    const target = await tempDir();
+  it('builds a wheel with pip with nothing to fetch (no index, no wheel package), which installs with --no-index and imports', async () => {
+    const [target, wheels] = await Promise.all([tempDir(), tempDir()]);
     const pythonRoot = path.join(projectRoot, 'clients/python');
     const env = { ...process.env, PIP_DISABLE_PIP_VERSION_CHECK: '1', PYTHONDONTWRITEBYTECODE: '1' };
-    const installed = await run(PYTHON, ['-m', 'pip', 'install', '--no-index', '--no-deps', '--target', target, pythonRoot], { cwd: target, env });
+    const built = await run(PYTHON, ['-m', 'pip', 'wheel', '--no-index', '--no-deps', '-w', wheels, pythonRoot], { cwd: wheels, env });
+    expect(built.code, built.output).toBe(0);
+    const wheel = (await readdir(wheels)).filter((name) => name.endsWith('.whl'));
+    expect(wheel).toEqual([expect.stringMatching(/^memorypool-0\.1\.0-py3-none-any\.whl$/)]);
+    const installed = await run(PYTHON, ['-m', 'pip', 'install', '--no-index', '--no-deps', '--target', target, path.join(wheels, wheel[0])], { cwd: target, env });
     expect(installed.code, installed.output).toBe(0);
     const imported = await run(PYTHON, ['-c', 'import memorypool, sys; print(memorypool.__file__); print(memorypool.MemoryPoolClient.__name__)'], { cwd: target, env: { ...env, PYTHONPATH: target } });
     expect(imported.code, imported.output).toBe(0);

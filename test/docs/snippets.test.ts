@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { MemoryPoolClient } from '../../src/client/index.js';
 import { projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { tempDir } from '../support/helper.js';
 import { assertBuilt } from '../support/replica-cluster.js';
+import { documents, expectSnippetOutput, SCRIPTED_MODEL, snippet } from '../support/snippets.js';
 
 /**
  * The code blocks of the README and docs/, exactly as written there (each fenced block after a
@@ -15,20 +16,6 @@ import { assertBuilt } from '../support/replica-cluster.js';
  * Python one with clients/python/src on the path; the shell one with bash, its curl calls aimed
  * at the test's server.
  */
-
-/** Every file whose code blocks a reader may copy. */
-async function documents(): Promise<Array<{ file: string; text: string }>> {
-  const docs = (await readdir(path.join(projectRoot, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`);
-  return Promise.all(['README.md', 'CONTRIBUTING.md', ...docs].map(async (file) => ({ file, text: await readFile(path.join(projectRoot, file), 'utf8') })));
-}
-
-const MARKED = /<!-- snippet: ([\w-]+) -->\n```\w+\n([\s\S]*?)```\n/g;
-
-async function snippet(name: string): Promise<string> {
-  const found = (await documents()).flatMap(({ text }) => [...text.matchAll(MARKED)].filter((match) => match[1] === name).map((match) => match[2]));
-  if (found.length !== 1) throw new Error(`README.md and docs/ hold ${found.length} snippets named "${name}", not one`);
-  return found[0];
-}
 
 /** The JSON values of curl's output, which ends no answer with a newline. */
 function jsonValues(text: string): any[] {
@@ -75,24 +62,6 @@ async function run(command: string, args: string[], cwd: string, env: Record<str
   }
 }
 
-/** Stands in for a real model in the AI SDK snippet: remembers, recalls, corrects, then forgets. */
-const SCRIPTED_MODEL = `
-import { MockLanguageModelV3 } from 'ai/test';
-const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
-const call = (toolName, input) => ({ content: [{ type: 'tool-call', toolCallId: toolName, toolName, input: JSON.stringify(input) }], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] });
-export const model = new MockLanguageModelV3({
-  doGenerate: async ({ prompt }) => {
-    const results = prompt.filter((message) => message.role === 'tool').flatMap((message) => message.content);
-    const stored = results.find((result) => result.toolName === 'remember')?.output.value;
-    if (results.length === 0) return call('remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'] });
-    if (results.length === 1) return call('recall', { query: 'dog', limit: 1 });
-    if (results.length === 2) return call('update', { id: stored.id, text: 'Caroline adopted a rescue beagle named Max' });
-    if (results.length === 3) return call('forget', { id: stored.id });
-    return { content: [{ type: 'text', text: 'Done.' }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
-  },
-});
-`;
-
 /** A real server for one test (the helpers stop it, and remove its data, after each test). */
 async function serve(): Promise<ServerProcess> {
   return startServerProcess({ dataDir: await tempDir() });
@@ -134,8 +103,7 @@ describe('the code blocks of the README and docs/', () => {
   it('TypeScript client', async () => {
     const server = await serve();
     const dir = await application({ 'snippet.js': await snippet('client-ts') });
-    const lines = await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url });
-    expect(lines).toEqual([expect.stringMatching(/^Caroline adopted a rescue dog named Max \d/), 'Caroline adopted a rescue beagle named Max']);
+    expectSnippetOutput('client-ts', await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url }));
     await nothingLeft(server);
   });
 
@@ -143,31 +111,27 @@ describe('the code blocks of the README and docs/', () => {
     const server = await serve();
     const pythonPath = path.join(projectRoot, 'clients/python/src');
     const lines = await run(process.env.PYTHON ?? 'python3', ['-c', await snippet('client-python')], await tempDir(), { MEMORYPOOL_URL: server.url, PYTHONPATH: pythonPath, PYTHONDONTWRITEBYTECODE: '1' });
-    expect(lines).toEqual([expect.stringMatching(/^Caroline adopted a rescue dog named Max \d/), 'Caroline adopted a rescue beagle named Max']);
+    expectSnippetOutput('client-python', lines);
     await nothingLeft(server);
   });
 
   it('in-process', async () => {
     const dir = await application({ 'snippet.js': await snippet('in-process') });
-    const lines = await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_EMBEDDER: 'hash' });
-    expect(lines).toEqual([expect.stringMatching(/^Caroline adopted a rescue dog named Max \d/), 'Caroline adopted a rescue beagle named Max']);
+    expectSnippetOutput('in-process', await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_EMBEDDER: 'hash' }));
     expect((await stat(path.join(dir, 'memories/users'))).isDirectory()).toBe(true);
   });
 
   it('LangChain.js', async () => {
     const server = await serve();
     const dir = await application({ 'snippet.js': await snippet('langchain') });
-    const lines = await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url });
-    expect(lines).toEqual([expect.stringMatching(/^I adopted a rescue dog named Max\. \d/), "[ 'I adopted a rescue beagle named Max.' ]"]);
+    expectSnippetOutput('langchain', await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url }));
     await nothingLeft(server);
   });
 
   it('Vercel AI SDK', async () => {
     const server = await serve();
     const dir = await application({ 'snippet.js': await snippet('ai-sdk'), 'model.js': SCRIPTED_MODEL });
-    const lines = await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url });
-    expect(lines.map((line) => line.split(' ')[0])).toEqual(['remember', 'recall', 'update', 'forget']);
-    expect(JSON.parse(lines[2].slice('update '.length))).toMatchObject({ text: 'Caroline adopted a rescue beagle named Max', user_id: 'caroline' });
+    expectSnippetOutput('ai-sdk', await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url }));
     await nothingLeft(server);
   });
 });

@@ -269,20 +269,20 @@ describe('ids with ../ or NUL', () => {
     expect((await service.list({ userId: 'bystander', limit: 10 })).map((memory) => memory.text)).toEqual(['I adopted a greyhound called Pixel.']);
     await service.flushIndexes();
 
-    // Every file under the temporary root is a known file of one user's folder in data/users, or
-    // that folder's seq floor or locks in data/sync, named by its hash (a lock is gone once
+    // Every file under the temporary root is the data directory's format stamp, a known file of one
+    // user's folder in data/users, or that folder's seq floor or locks in data/sync, named by its hash (a lock is gone once
     // released, but the index work of a user deleted a moment ago may still hold its cache lock).
     const files = await walk(root);
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
       expect(path.relative(root, file)).toMatch(
-        /^outer\/inner\/data\/(users\/[A-Za-z0-9_-]{1,40}-[0-9a-f]{16}\/(memories\.jsonl|user\.json|vectors\.hnsw|vectors\.meta\.json|quarantine\.jsonl)|sync\/[0-9a-f]{16}\.(next-seq|lock|cache\.lock))$/,
+        /^outer\/inner\/data\/(format\.json|users\/[A-Za-z0-9_-]{1,40}-[0-9a-f]{16}\/(memories\.jsonl|user\.json|vectors\.hnsw|vectors\.meta\.json|quarantine\.jsonl)|sync\/[0-9a-f]{16}\.(next-seq|lock|cache\.lock))$/,
       );
     }
     expect(await readdir(root)).toEqual(['outer']);
     expect(await readdir(path.join(root, 'outer'))).toEqual(['inner']);
     expect(await readdir(path.join(root, 'outer', 'inner'))).toEqual(['data']);
-    expect((await readdir(dataDir)).sort()).toEqual(['sync', 'users']);
+    expect((await readdir(dataDir)).sort()).toEqual(['format.json', 'sync', 'users']);
   });
 });
 

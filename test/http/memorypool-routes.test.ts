@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { packageVersion } from '../../src/http/package-files.js';
 import { build } from '../support/helper.js';
 
 const json = (body: unknown) => ({ 'content-type': 'application/json', payload: JSON.stringify(body) });
@@ -11,7 +12,7 @@ describe('MemoryPool protocol', () => {
     const { app } = await build({ token: 'secret-token' });
     const empty = await app.inject({ method: 'GET', url: '/health' });
     expect(empty.statusCode).toBe(200);
-    expect(empty.json()).toEqual({ ok: true, service: 'memorypool', count: 0 });
+    expect(empty.json()).toEqual({ ok: true, service: 'memorypool', version: packageVersion(), count: 0 });
     await app.inject({ method: 'POST', url: '/mem', headers: { authorization: 'Bearer secret-token' }, payload: { text: 'hello' } });
     expect((await app.inject({ method: 'GET', url: '/health' })).json().count).toBe(1);
   });

@@ -71,7 +71,7 @@ describe('taking in the MemoryPool memories file', () => {
     expect(await restarted.stop('SIGTERM')).toEqual({ code: 0, signal: null });
 
     expect((await readFile(file)).equals(bytes)).toBe(true);
-    expect((await readdir(dataDir)).sort()).toEqual(['memories.jsonl', 'memories.jsonl.imported', 'sync', 'users']);
+    expect((await readdir(dataDir)).sort()).toEqual(['format.json', 'memories.jsonl', 'memories.jsonl.imported', 'sync', 'users']);
     expect(JSON.parse(await readFile(`${file}.imported`, 'utf8'))).toMatchObject({ bytes: bytes.length, imported: 3, malformed: 6, duplicates: 1 });
   });
 
@@ -98,7 +98,7 @@ describe('taking in the MemoryPool memories file', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => lines.push(JSON.parse(line)) });
     expect(await takeInLegacyMemories(service, logger)).toEqual({ imported: 2, already_stored: 1, malformed: 6, duplicates: 1 });
     expect(await takeInLegacyMemories(service, logger)).toBeNull();
-    expect((await readdir(dataDir)).sort()).toEqual(['memories.jsonl', 'memories.jsonl.imported', 'sync', 'users']);
+    expect((await readdir(dataDir)).sort()).toEqual(['format.json', 'memories.jsonl', 'memories.jsonl.imported', 'sync', 'users']);
     await service.close();
     expect((await storedLines(dataDir)).map((record) => record.id).sort()).toEqual(['mem-dog', 'mem-paint', 'mem-wifi']);
   });

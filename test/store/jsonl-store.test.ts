@@ -40,7 +40,7 @@ describe('JsonlStore', () => {
       expect((await store.load(userId)).records).toHaveLength(1);
     }
     expect((await store.listUsers()).sort()).toEqual(['../../etc', 'a/b', '.', '..', 'nul\u0000byte', 'ünïcødé 🙂'].sort());
-    expect(await readdir(dataDir)).toEqual(['users']);
+    expect((await readdir(dataDir)).sort()).toEqual(['format.json', 'users']);
   });
 
   it('quarantines a torn last line with a warning, so the next append stays whole', async () => {

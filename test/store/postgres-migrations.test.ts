@@ -54,4 +54,21 @@ describe('PostgreSQL migrations', () => {
     await again.init();
     expect(await again.history('old-user', 'm-old')).toHaveLength(1);
   });
+
+  it('refuses a database migrated by a newer build, changing nothing', async () => {
+    const url = await freshDatabase();
+    const store = new PostgresStore({ url, logger: silentLogger() });
+    register(() => store.close());
+    await store.init();
+    const newer = MIGRATIONS.length + 1;
+    await withClient(url, (client) => client.query("INSERT INTO schema_migrations (version, name) VALUES ($1, 'from a newer memorypool')", [newer]));
+    const older = new PostgresStore({ url, logger: silentLogger() });
+    register(() => older.close());
+    const refused = older.init();
+    await expect(refused).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    await expect(refused).rejects.toThrow(`schema is at version ${newer}, migrated by a newer memorypool; this build knows versions up to ${MIGRATIONS.length}`);
+    await withClient(url, async (client) => {
+      expect((await client.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')).rows.map((row) => row.version)).toEqual([...MIGRATIONS.map((migration) => migration.version), newer]);
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { expect } from 'vitest';
 import type { MemoryPoolApi } from '../../src/client/types.js';
+import { packageVersion } from '../../src/http/package-files.js';
 import { BadRequestError, MemoryPoolError, NotFoundError, UnprocessableEntityError } from '../../src/client/errors.js';
 
 /** The error a call failed with; fails the test when it succeeded. */
@@ -17,7 +18,7 @@ export async function failure(call: Promise<unknown>): Promise<MemoryPoolError> 
  * server and the in-process pool alike: the same calls must give the same answers and errors.
  */
 export async function exerciseClient(pool: MemoryPoolApi): Promise<void> {
-  expect(await pool.health()).toEqual({ ok: true, service: 'memorypool', count: 0 });
+  expect(await pool.health()).toEqual({ ok: true, service: 'memorypool', version: packageVersion(), count: 0 });
 
   const dog = await pool.remember({ text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });
   expect(dog).toMatchObject({ user_id: 'caroline', text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, source: 'cli' });
@@ -65,5 +66,5 @@ export async function exerciseClient(pool: MemoryPoolApi): Promise<void> {
   expect(unknown).toMatchObject({ status: 400 });
 
   expect(await pool.deleteUser('conv-1')).toEqual({ deleted_user: 'conv-1', deleted: 1 });
-  expect(await pool.health()).toEqual({ ok: true, service: 'memorypool', count: 1 });
+  expect(await pool.health()).toEqual({ ok: true, service: 'memorypool', version: packageVersion(), count: 1 });
 }

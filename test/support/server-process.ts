@@ -39,6 +39,10 @@ export interface StartOptions {
   dataDir: string;
   /** The script to run (default src/main.ts; a .js entry runs without tsx). */
   entry?: string;
+  /** Arguments after the script (`serve` for the CLI). */
+  args?: string[];
+  /** Where the process runs (default: the repository). */
+  cwd?: string;
   /** RLIMIT_FSIZE in KiB (`ulimit -f`): writes past it fail with EFBIG, as on a full disk. */
   fileSizeLimitKb?: number;
   env?: Record<string, string>;
@@ -81,13 +85,13 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
 
 async function startOnce(options: StartOptions, port: number): Promise<ServerProcess> {
   // A compiled entry (dist/...js) runs as users run it, without the TypeScript loader.
-  const args = options.entry?.endsWith('.js') ? [options.entry] : ['--import', 'tsx', options.entry ?? 'src/main.ts'];
+  const args = [...(options.entry?.endsWith('.js') ? [options.entry] : ['--import', 'tsx', options.entry ?? 'src/main.ts']), ...(options.args ?? [])];
   const [command, commandArgs] =
     options.fileSizeLimitKb === undefined
       ? [process.execPath, args]
       : ['bash', ['-c', `ulimit -f ${options.fileSizeLimitKb} && exec "$0" "$@"`, process.execPath, ...args]];
   const child = spawn(command, commandArgs, {
-    cwd: projectRoot,
+    cwd: options.cwd ?? projectRoot,
     env: {
       ...process.env,
       MEMORYPOOL_DATA_DIR: options.dataDir,

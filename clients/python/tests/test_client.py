@@ -14,7 +14,9 @@ from ._support import required_env
 class AgainstRealServer(unittest.TestCase):
     def test_every_method(self) -> None:
         client = MemoryPoolClient(required_env("MEMORYPOOL_TEST_URL"), "")
-        self.assertEqual(client.health(), {"ok": True, "service": "memorypool", "count": 0})
+        health = client.health()
+        self.assertEqual(health, {"ok": True, "service": "memorypool", "version": health["version"], "count": 0})
+        self.assertRegex(health["version"], r"^\d+\.\d+\.\d+")
 
         dog = client.remember("Caroline adopted a rescue dog named Max", tags=["pets"], importance=0.8, user_id="caroline")
         self.assertEqual((dog["user_id"], dog["text"], dog["tags"], dog["importance"], dog["source"]), ("caroline", "Caroline adopted a rescue dog named Max", ["pets"], 0.8, "cli"))
@@ -62,7 +64,9 @@ class AgainstRealServer(unittest.TestCase):
             client.invoke({"tool": "memorypool", "params": {"action": "dance"}})
 
         self.assertEqual(client.delete_user("conv-1"), {"deleted_user": "conv-1", "deleted": 1})
-        self.assertEqual(client.health(), {"ok": True, "service": "memorypool", "count": 1})
+        health = client.health()
+        self.assertEqual(health, {"ok": True, "service": "memorypool", "version": health["version"], "count": 1})
+        self.assertRegex(health["version"], r"^\d+\.\d+\.\d+")
 
     def test_environment_defaults(self) -> None:
         import os

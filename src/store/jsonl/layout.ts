@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../../logger.js';
-import { storageError } from '../../errors.js';
+import { createError, storageError } from '../../errors.js';
 import { fsyncPath, writeAtomically, writeFully } from './atomic-file.js';
 
 const USERS_DIR = 'users';
@@ -11,6 +11,15 @@ export const QUARANTINE_FILE = 'quarantine.jsonl';
 const USER_FILE = 'user.json';
 /** Beside `users/`: per-user lock files and seq floors, which outlive a user's folder. */
 const SYNC_DIR = 'sync';
+
+/**
+ * The data directory's format, in `format.json` beside `users/` (CHANGELOG.md lists each). A
+ * directory without the file was written before it existed, in format 1 (the layout above). A
+ * build refuses a directory of a newer format instead of misreading it; a change to the files'
+ * layout or records that older builds cannot read raises this number.
+ */
+export const DATA_FORMAT = 1;
+const FORMAT_FILE = 'format.json';
 
 /** User folder paths remembered (see userDir), at most. */
 const USER_DIRS_KEPT = 100_000;
@@ -46,6 +55,7 @@ export class UserLayout {
     } catch (error) {
       throw storageError(error);
     }
+    await checkDataFormat(this.dataDir);
   }
 
   /** The folder of one user: a readable slug plus a hash, so no user id can name a path outside it. */
@@ -144,5 +154,37 @@ export class UserLayout {
       if (code !== 'ENOENT' && code !== 'ENOTDIR') this.logger.warn({ file, err: (error as Error).message }, 'unreadable user file; folder skipped');
     }
     return null;
+  }
+}
+
+/** Refuses a data directory of a newer format; stamps one that has no stamp yet with this build's. */
+async function checkDataFormat(dataDir: string): Promise<void> {
+  const file = path.join(dataDir, FORMAT_FILE);
+  let text: string | null = null;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw storageError(error);
+  }
+  if (text === null) {
+    try {
+      // Every process writes the same bytes: two starting together cannot disagree.
+      await writeAtomically(file, (handle) => writeFully(handle, Buffer.from(JSON.stringify({ memorypool_data_format: DATA_FORMAT }) + '\n')));
+    } catch (error) {
+      throw storageError(error);
+    }
+    return;
+  }
+  let format: unknown;
+  try {
+    format = (JSON.parse(text) as { memorypool_data_format?: unknown }).memorypool_data_format;
+  } catch {
+    format = undefined;
+  }
+  if (typeof format !== 'number' || !Number.isInteger(format) || format < 1) {
+    throw createError('STORAGE_UNAVAILABLE', `${file} does not name a data format this build knows (${JSON.stringify(text.trim()).slice(0, 80)}); it reads format ${DATA_FORMAT}`);
+  }
+  if (format > DATA_FORMAT) {
+    throw createError('STORAGE_UNAVAILABLE', `The data directory ${dataDir} is in format ${format}, written by a newer memorypool; this build reads format ${DATA_FORMAT} and will not misread it: upgrade memorypool (CHANGELOG.md)`);
   }
 }

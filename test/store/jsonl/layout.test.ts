@@ -1,11 +1,28 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/logger.js';
-import { UserLayout } from '../../../src/store/jsonl/layout.js';
+import { DATA_FORMAT, UserLayout } from '../../../src/store/jsonl/layout.js';
 import { tempDir } from '../../support/helper.js';
 
 describe('UserLayout', () => {
+  it('stamps a directory with its data format, opens one of its own format or without a stamp (written before stamps), and refuses a newer one', async () => {
+    const dataDir = await tempDir();
+    await new UserLayout(dataDir, silentLogger()).init();
+    expect(JSON.parse(await readFile(path.join(dataDir, 'format.json'), 'utf8'))).toEqual({ memorypool_data_format: DATA_FORMAT });
+    await new UserLayout(dataDir, silentLogger()).init();
+
+    await writeFile(path.join(dataDir, 'format.json'), JSON.stringify({ memorypool_data_format: DATA_FORMAT + 1 }));
+    const refused = new UserLayout(dataDir, silentLogger()).init();
+    await expect(refused).rejects.toMatchObject({ code: 'STORAGE_UNAVAILABLE' });
+    await expect(refused).rejects.toThrow(`is in format ${DATA_FORMAT + 1}, written by a newer memorypool; this build reads format ${DATA_FORMAT}`);
+    // Left as it was: the newer build's data is not touched.
+    expect(JSON.parse(await readFile(path.join(dataDir, 'format.json'), 'utf8'))).toEqual({ memorypool_data_format: DATA_FORMAT + 1 });
+
+    await writeFile(path.join(dataDir, 'format.json'), 'not json');
+    await expect(new UserLayout(dataDir, silentLogger()).init()).rejects.toThrow('does not name a data format this build knows');
+  });
+
   it('names a sync file by the hash of the user\'s folder alone, outside users/', async () => {
     const dataDir = await tempDir();
     const layout = new UserLayout(dataDir, silentLogger());

@@ -109,6 +109,7 @@ class AddAnswer(TypedDict):
 class Health(TypedDict):
     ok: Literal[True]
     service: Literal["memorypool"]
+    version: str
     count: int
 
 
