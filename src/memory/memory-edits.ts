@@ -47,6 +47,8 @@ export async function updateMemory(service: ServiceContext, input: MemoryUpdate)
       tags: input.tags,
       importance: input.importance,
       metadata: input.metadata,
+      agentId: input.agentId,
+      runId: input.runId,
       updatedAt: new Date().toISOString(),
       ...(vector ? { vector, model: service.embedder.modelId } : {}),
     });

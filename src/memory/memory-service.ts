@@ -16,6 +16,8 @@ import type { SearchOverrides } from './query-plan.js';
 import { getMemory, listMemories, memoryHistory, searchMemories } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryVersion } from '../domain/memory.js';
+import { isExpired } from '../domain/scope.js';
+import { listPage, type ListPage } from './list-pages.js';
 import type {
   AddOutcome,
   ConversationAdd,
@@ -42,6 +44,8 @@ export interface MemoryServiceOptions {
   indexFlushDelayMs?: number;
   /** Estimated bytes the cached users may take; unset keeps every loaded user. */
   cacheBytes?: number;
+  /** The clock expiry is judged by (Unix ms; default Date.now): a test moves its own. */
+  clock?: () => number;
 }
 
 
@@ -107,6 +111,8 @@ export class MemoryService {
       counted: (delta) => {
         this.total += delta;
       },
+      now: options.clock ?? Date.now,
+      visible: (record, nowMs) => !isExpired(record, nowMs),
     };
     this.conversations = new ConversationAdds(this.context, (work) => this.track(work));
   }
@@ -209,6 +215,11 @@ export class MemoryService {
   /** Newest first. */
   list(request: ListRequest): Promise<Memory[]> {
     return listMemories(this.context, request);
+  }
+
+  /** A page of the list and the cursor of the next (see list-pages.ts). */
+  listPage(request: ListRequest & { cursor?: string }): Promise<ListPage> {
+    return listPage(this.context, request);
   }
 
   get(userId: string, id: string): Promise<Memory> {

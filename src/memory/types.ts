@@ -17,6 +17,8 @@ export interface NewMemory {
   importance?: number;
   source?: string;
   metadata?: Metadata;
+  agentId?: string;
+  runId?: string;
 }
 
 /** Input of an update (validated at the edge: at least one field). Each field given replaces the stored one. */
@@ -27,6 +29,9 @@ export interface MemoryUpdate {
   tags?: string[];
   importance?: number;
   metadata?: Metadata;
+  /** A scope to move the memory to; null: to none. */
+  agentId?: string | null;
+  runId?: string | null;
 }
 
 /** One message of an evaluation-platform Add (validated at the edge). */

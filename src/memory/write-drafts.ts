@@ -43,9 +43,11 @@ export function memoryUnit(input: NewMemory, nowMs: number): UnitText {
 /** A MemoryPool add's record (the protocol's defaults for what it leaves out). */
 export function memoryDraft(input: NewMemory, unit: UnitText, vector: Float32Array, model: string): UnitDraft {
   const metadata = input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: input.metadata } : {};
+  // Written only when given, so a memory without scopes is the line it was before they existed.
+  const scopes = { ...(input.agentId !== undefined ? { agent_id: input.agentId } : {}), ...(input.runId !== undefined ? { run_id: input.runId } : {}) };
   return unitDraft(
     { userId: input.userId, text: unit.text, tags: input.tags ?? [], importance: input.importance ?? 0.5, source: input.source ?? 'cli', createdAt: new Date(unit.timeMs).toISOString() },
-    metadata,
+    { ...metadata, ...scopes },
     vector,
     model,
   );

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { MAX_MESSAGE_CHARS } from './request-limits.js';
 import type { MemoryFilter } from '../domain/memory.js';
+import { MAX_SCOPE_CHARS } from '../domain/scope.js';
+import { parseWhere } from './where-expression.js';
+import { parseInstant } from './instant.js';
 
 /**
  * The MemoryPool protocol's request shapes, shared by the HTTP routes, /invoke and the CLI's
@@ -66,17 +69,20 @@ const instant = (field: string) =>
     .optional()
     .meta({ description: `${field === 'since' ? 'From' : 'Up to'} this time, included (ISO 8601 or Unix milliseconds), on the memory's time: occurred_at, else created_at` });
 
-function parseInstant(value: number | string): number | null {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
-  if (/^\s*-?\d+\s*$/.test(value)) return Number(value);
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) return null;
-  const ms = Date.parse(value.trim());
-  return Number.isFinite(ms) ? ms : null;
-}
+/** A scope beside the user (src/domain/scope.ts): `agent_id` or `run_id`, 1-256 characters. */
+const scopeId = (field: string) =>
+  nonBlank(field).max(MAX_SCOPE_CHARS, { error: `${field} must be at most ${MAX_SCOPE_CHARS} characters` });
 
 /** The fields every door filters with (search, list); `meta.<key>` query parameters join `filter`. */
 const filterFields = {
   tag,
+  agent_id: scopeId('agent_id').optional().meta({ description: 'Only memories of this agent' }),
+  run_id: scopeId('run_id').optional().meta({ description: 'Only memories of this run' }),
+  // Read in toFilter (src/protocol/where-expression.ts), so that its message names the place inside it.
+  where: z.unknown().optional().meta({
+    type: 'object',
+    description: 'A filter expression, ANDed with the other filters: $and, $or, $not; {field: value} or {field: {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin|$exists|$contains: ...}} on agent_id, run_id, source, tags, importance, created_at, updated_at, occurred_at, expires_at, metadata.<key>',
+  }),
   filter: z
     .record(metadataKey, metadataValue, { error: keyOrObjectError('filter') })
     .optional()
@@ -85,7 +91,7 @@ const filterFields = {
   until: instant('until'),
 };
 
-type FilterInput = { tag?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number } & Record<string, unknown>;
+type FilterInput = { tag?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number; agent_id?: string; run_id?: string; where?: unknown } & Record<string, unknown>;
 
 /** The filter of a search or list, `meta.<key>` parameters included; undefined when nothing is asked. */
 function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | undefined | typeof z.NEVER {
@@ -104,6 +110,16 @@ function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | unde
     return z.NEVER;
   }
   const filter: MemoryFilter = {};
+  if (value.where !== undefined) {
+    const where = parseWhere(value.where);
+    if (!where.ok) {
+      ctx.addIssue({ code: 'custom', path: ['where'], message: where.message, params: { place: where.place } });
+      return z.NEVER;
+    }
+    filter.where = where.node;
+  }
+  if (value.agent_id !== undefined) filter.agentId = value.agent_id;
+  if (value.run_id !== undefined) filter.runId = value.run_id;
   if (value.tag !== undefined) filter.tag = value.tag;
   if (Object.keys(wanted).length > 0) filter.metadata = wanted;
   if (value.since !== undefined) filter.sinceMs = value.since;
@@ -137,6 +153,8 @@ export const addParamsSchema = z.object({
   importance,
   metadata,
   source: nonBlank('source').optional().meta({ description: 'Where it came from' }),
+  agent_id: scopeId('agent_id').optional().meta({ description: 'The agent it belongs to (a scope beside the user)' }),
+  run_id: scopeId('run_id').optional().meta({ description: 'The run (session, task) it belongs to' }),
   user_id: userId,
 });
 
@@ -146,9 +164,11 @@ const updateFields = {
   tags: tags.meta({ description: 'Replace the tags' }),
   importance,
   metadata: metadata.meta({ description: 'Replace the metadata (same rules as on add; {} clears it)' }),
+  agent_id: scopeId('agent_id').nullable().optional().meta({ description: 'Move it to this agent (null: to none)' }),
+  run_id: scopeId('run_id').nullable().optional().meta({ description: 'Move it to this run (null: to none)' }),
   user_id: userId,
 };
-const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata'] as const;
+const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id'] as const;
 const someUpdate = {
   error: `give at least one of ${UPDATE_FIELDS.join(', ')}`,
 };
@@ -181,9 +201,14 @@ export const searchParamsSchema = z
   });
 
 export const listParamsSchema = z
-  .object({ ...filterFields, limit, user_id: userId })
+  .object({
+    ...filterFields,
+    limit,
+    cursor: z.string({ error: 'cursor must be a string' }).optional().meta({ description: "Continue after the page this came with (a page's next_cursor, or its x-next-cursor header)" }),
+    user_id: userId,
+  })
   .loose()
-  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, user_id: value.user_id ?? DEFAULT_USER }));
+  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, cursor: value.cursor, user_id: value.user_id ?? DEFAULT_USER }));
 
 export const idParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), user_id: userId });
 

@@ -24,6 +24,9 @@ export const memorySchema = z
     version: z.number().int().min(1).meta({ description: '1 when created, +1 per update' }),
     updated_at: isoTime.meta({ description: 'When the current version was written (created_at until the first update)' }),
     metadata: metadataSchema,
+    agent_id: z.string().optional().meta({ description: 'The agent it belongs to (absent: none)' }),
+    run_id: z.string().optional().meta({ description: 'The run it belongs to (absent: none)' }),
+    expires_at: isoTime.optional().meta({ description: 'When it expires (absent: never)' }),
     session_id: z.string().optional().meta({ description: 'Set on memories written through POST /add' }),
     role: z.string().optional(),
     occurred_at: isoTime.optional().meta({ description: "The message's own time" }),
@@ -45,6 +48,14 @@ export const scoredMemorySchema = memorySchema
     score: z.number(),
     duplicates: z.number().int().min(1).optional().meta({ description: 'Other memories of the same text (trimmed, white space collapsed, any case) folded into this one' }),
     explanation: explanationSchema.optional(),
+  })
+  .strict();
+
+/** POST /mem/list and /invoke page: a page of the list and what continues it. */
+export const listPageSchema = z
+  .object({
+    memories: z.array(memorySchema).meta({ description: 'Newest first' }),
+    next_cursor: z.string().nullable().meta({ description: 'Send it back as cursor (with the same filters) for the next page; null: this was the last' }),
   })
   .strict();
 

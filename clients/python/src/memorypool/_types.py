@@ -15,6 +15,7 @@ __all__ = [
     "DeletedUser",
     "Explanation",
     "Health",
+    "ListPage",
     "Memory",
     "MemoryHistory",
     "MemoryVersion",
@@ -59,6 +60,9 @@ class _Memory(TypedDict):
 
 
 class Memory(_Memory, total=False):
+    agent_id: str
+    run_id: str
+    expires_at: str
     session_id: str
     role: str
     occurred_at: str
@@ -138,10 +142,17 @@ class _MemoryVersion(TypedDict):
     updated_at: str
 
 
-class MemoryVersion(_MemoryVersion):
-    pass
+class MemoryVersion(_MemoryVersion, total=False):
+    agent_id: str
+    run_id: str
+    expires_at: str
 
 
 class MemoryHistory(TypedDict):
     id: str
     versions: List[MemoryVersion]
+
+
+class ListPage(TypedDict):
+    memories: List[Memory]
+    next_cursor: Optional[str]
