@@ -18,6 +18,7 @@ import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-
 import type { Memory, MemoryVersion } from '../domain/memory.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, type ListPage } from './list-pages.js';
+import { sweepExpired } from './expiry-sweep.js';
 import type {
   AddOutcome,
   ConversationAdd,
@@ -271,6 +272,11 @@ export class MemoryService {
     return this.track(() => importRecords(this.context, records, onProgress));
   }
 
+
+  /** Deletes for good the memories that have expired (invisible already); returns how many went. */
+  sweepExpired(): Promise<number> {
+    return this.track(() => sweepExpired(this.context));
+  }
 
   /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
   purgeOlderThan(cutoffMs: number): Promise<number> {

@@ -19,6 +19,9 @@ export interface NewMemory {
   metadata?: Metadata;
   agentId?: string;
   runId?: string;
+  /** When it expires (Unix ms), or in how many seconds from now. */
+  expiresAtMs?: number;
+  ttlSeconds?: number;
 }
 
 /** Input of an update (validated at the edge: at least one field). Each field given replaces the stored one. */
@@ -32,6 +35,9 @@ export interface MemoryUpdate {
   /** A scope to move the memory to; null: to none. */
   agentId?: string | null;
   runId?: string | null;
+  /** A new expiry (Unix ms; null: never), or in how many seconds from now. */
+  expiresAtMs?: number | null;
+  ttlSeconds?: number;
 }
 
 /** One message of an evaluation-platform Add (validated at the edge). */

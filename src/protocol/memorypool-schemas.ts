@@ -69,6 +69,26 @@ const instant = (field: string) =>
     .optional()
     .meta({ description: `${field === 'since' ? 'From' : 'Up to'} this time, included (ISO 8601 or Unix milliseconds), on the memory's time: occurred_at, else created_at` });
 
+/** When a memory expires: ISO 8601 or Unix milliseconds, as Unix ms. */
+const expiresAt = z
+  .union([z.number(), z.string()], { error: 'expires_at must be an ISO 8601 date or Unix milliseconds' })
+  .transform((value, ctx) => {
+    const ms = parseInstant(value);
+    if (ms === null) {
+      ctx.addIssue({ code: 'custom', message: 'expires_at must be an ISO 8601 date or Unix milliseconds' });
+      return z.NEVER;
+    }
+    return ms;
+  });
+const ttlSeconds = z
+  .number({ error: 'ttl_seconds must be a positive number of seconds' })
+  .positive({ error: 'ttl_seconds must be a positive number of seconds' })
+  .max(1e11, { error: 'ttl_seconds must be a positive number of seconds' })
+  .optional()
+  .meta({ description: 'Expire this many seconds from now (instead of expires_at)' });
+const oneExpiry = (value: { expires_at?: unknown; ttl_seconds?: unknown }) => value.expires_at === undefined || value.ttl_seconds === undefined;
+const ONE_EXPIRY = { error: 'give expires_at or ttl_seconds, not both', path: ['ttl_seconds'] };
+
 /** A scope beside the user (src/domain/scope.ts): `agent_id` or `run_id`, 1-256 characters. */
 const scopeId = (field: string) =>
   nonBlank(field).max(MAX_SCOPE_CHARS, { error: `${field} must be at most ${MAX_SCOPE_CHARS} characters` });
@@ -155,8 +175,10 @@ export const addParamsSchema = z.object({
   source: nonBlank('source').optional().meta({ description: 'Where it came from' }),
   agent_id: scopeId('agent_id').optional().meta({ description: 'The agent it belongs to (a scope beside the user)' }),
   run_id: scopeId('run_id').optional().meta({ description: 'The run (session, task) it belongs to' }),
+  expires_at: expiresAt.optional().meta({ description: 'From then on (ISO 8601 or Unix ms) it is invisible on every door, then deleted for good' }),
+  ttl_seconds: ttlSeconds,
   user_id: userId,
-});
+}).refine(oneExpiry, ONE_EXPIRY);
 
 /** What an update may change: the fields of an add, each optional, at least one given. */
 const updateFields = {
@@ -166,18 +188,20 @@ const updateFields = {
   metadata: metadata.meta({ description: 'Replace the metadata (same rules as on add; {} clears it)' }),
   agent_id: scopeId('agent_id').nullable().optional().meta({ description: 'Move it to this agent (null: to none)' }),
   run_id: scopeId('run_id').nullable().optional().meta({ description: 'Move it to this run (null: to none)' }),
+  expires_at: expiresAt.nullable().optional().meta({ description: 'A new expiry (ISO 8601 or Unix ms); null: never' }),
+  ttl_seconds: ttlSeconds,
   user_id: userId,
 };
-const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id'] as const;
+const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id', 'expires_at', 'ttl_seconds'] as const;
 const someUpdate = {
   error: `give at least one of ${UPDATE_FIELDS.join(', ')}`,
 };
 const hasUpdate = (value: Record<string, unknown>) => UPDATE_FIELDS.some((field) => value[field] !== undefined);
 
 /** PATCH /mem/{id}'s body (the id is in the path). */
-export const updateBodySchema = z.object(updateFields).refine(hasUpdate, someUpdate);
+export const updateBodySchema = z.object(updateFields).refine(hasUpdate, someUpdate).refine(oneExpiry, ONE_EXPIRY);
 /** /invoke update, the CLI and MCP update_memory: the id plus the fields. */
-export const updateParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields }).refine(hasUpdate, someUpdate);
+export const updateParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields }).refine(hasUpdate, someUpdate).refine(oneExpiry, ONE_EXPIRY);
 
 export const searchParamsSchema = z
   .object({

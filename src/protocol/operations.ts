@@ -382,9 +382,9 @@ export function scoredMemory(hit: SearchHit): ScoredMemory & { explanation?: Sco
   };
 }
 
-/** An add's or update's scopes (and expiry) as the service takes them. */
-export function scopesOf<T>(input: { agent_id?: T; run_id?: T }): { agentId?: T; runId?: T } {
-  return { agentId: input.agent_id, runId: input.run_id };
+/** An add's or update's scopes and expiry as the service takes them (null, on an update: remove it). */
+export function scopesOf<T extends string | null, E extends number | null>(input: { agent_id?: T; run_id?: T; expires_at?: E; ttl_seconds?: number }): { agentId?: T; runId?: T; expiresAtMs?: E; ttlSeconds?: number } {
+  return { agentId: input.agent_id, runId: input.run_id, expiresAtMs: input.expires_at, ttlSeconds: input.ttl_seconds };
 }
 
 /** The user a call names (the default one when none), once the caller's scope allows it. */

@@ -29,6 +29,8 @@ export interface RecordPatch {
   /** A new scope; null removes it. */
   agentId?: string | null;
   runId?: string | null;
+  /** A new expiry (ISO 8601); null removes it. */
+  expiresAt?: string | null;
   updatedAt: string;
   vector?: Float32Array;
   model?: string;
@@ -72,6 +74,8 @@ export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: num
   else if (patch.agentId !== undefined) next.agent_id = patch.agentId;
   if (patch.runId === null) delete next.run_id;
   else if (patch.runId !== undefined) next.run_id = patch.runId;
+  if (patch.expiresAt === null) delete next.expires_at;
+  else if (patch.expiresAt !== undefined) next.expires_at = patch.expiresAt;
   return next;
 }
 

@@ -17,6 +17,11 @@ describe('scopes, where and pages over HTTP', () => {
     expect((await app.inject({ url: '/mem/search?q=dark&user_id=alice&agent_id=nobody' })).json()).toEqual([]);
     const long = await app.inject({ method: 'POST', url: '/mem', payload: { text: 'x', agent_id: 'a'.repeat(257) } });
     expect([long.statusCode, long.json().error]).toEqual([400, 'agent_id: agent_id must be at most 256 characters']);
+    const both = await app.inject({ method: 'POST', url: '/mem', payload: { text: 'x', ttl_seconds: 60, expires_at: '2030-01-01T00:00:00Z' } });
+    expect([both.statusCode, both.json().error]).toEqual([400, 'ttl_seconds: give expires_at or ttl_seconds, not both']);
+    const expiring = (await app.inject({ method: 'POST', url: '/mem', payload: { text: 'x', expires_at: 1893456000000 } })).json();
+    expect(expiring.expires_at).toBe('2030-01-01T00:00:00.000Z');
+    expect((await app.inject({ method: 'PATCH', url: `/mem/${expiring.id}`, payload: { expires_at: null } })).json()).not.toHaveProperty('expires_at');
     const patched = await app.inject({ method: 'PATCH', url: `/mem/${a.id}?user_id=alice`, payload: { run_id: null, agent_id: 'ux-bot' } });
     expect(patched.json()).toMatchObject({ agent_id: 'ux-bot', version: 2 });
     expect(patched.json()).not.toHaveProperty('run_id');

@@ -55,7 +55,7 @@ describe('GET /openapi.json', () => {
     const query = paths['/mem/search'].get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]);
     expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['agent_id', false], ['run_id', false], ['since', false], ['until', false], ['limit', false], ['explain', false], ['user_id', false]]);
     const patch = paths['/mem/{id}'].patch.requestBody.content['application/json'].schema;
-    expect(Object.keys(patch.properties)).toEqual(['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id', 'user_id']);
+    expect(Object.keys(patch.properties)).toEqual(['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id', 'expires_at', 'ttl_seconds', 'user_id']);
     expect(paths['/mem/{id}/history'].get.responses['200']).toBeDefined();
     expect(paths['/mem/{id}'].get.parameters[0]).toMatchObject({ name: 'id', in: 'path', required: true });
     expect(paths['/health'].get.security).toEqual([]);

@@ -77,5 +77,12 @@ describe.each(stores)('paging through a list (%s)', (_name, open) => {
     expect(history.versions.map((version) => [version.agent_id, version.run_id])).toEqual([['coder', 'r1'], ['reviewer', undefined]]);
     expect((await a.list({ userId: 'u', limit: 5, filter: { agentId: 'coder' } })).length).toBe(0);
     expect((await a.list({ userId: 'u', limit: 5, filter: { agentId: 'reviewer' } })).map((m) => m.id)).toEqual([memory.id]);
+    // Export carries the scopes and the history's; an import brings them back.
+    const exported = await a.exportRecords('u');
+    expect(exported[0]).toMatchObject({ agent_id: 'reviewer', history: [{ agent_id: 'coder', run_id: 'r1' }] });
+    const elsewhere = await openService();
+    await elsewhere.importRecords(exported);
+    expect(await elsewhere.get('u', memory.id)).toEqual(moved);
+    expect(await elsewhere.history('u', memory.id)).toEqual(history);
   });
 });

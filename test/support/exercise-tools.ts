@@ -85,7 +85,7 @@ export async function exerciseBadArguments(client: Client): Promise<void> {
   expect(await callError(client, 'recall', { query: '  ' })).toBe('query: must be a non-empty string');
   expect(await callError(client, 'recall', { query: 'x', limit: 0 })).toBe('limit: limit must be a positive integer');
   expect(await callError(client, 'forget', {})).toBe('id: is required');
-  expect(await callError(client, 'update_memory', { id: 'x' })).toBe('body: give at least one of text, tags, importance, metadata, agent_id, run_id');
+  expect(await callError(client, 'update_memory', { id: 'x' })).toBe('body: give at least one of text, tags, importance, metadata, agent_id, run_id, expires_at, ttl_seconds');
   expect(await callError(client, 'update_memory', { id: 'missing', text: 'x' })).toBe('No memory with id "missing"');
   expect(await callError(client, 'remember', { text: 'x', metadata: { bad: null } })).toBe('metadata.bad: metadata values must be strings (at most 1000 characters), finite numbers or booleans');
   expect(await callError(client, 'recall', { query: 'x', since: 'last week' })).toBe('since: since must be an ISO 8601 date or Unix milliseconds');
