@@ -80,6 +80,10 @@ class InProcessPool implements MemoryPool {
     return this.action('page', params, options) as Promise<api.ListPage>;
   }
 
+  forgetWhere(params: api.ForgetWhereParams, options?: api.RequestOptions): Promise<api.DeletedCount> {
+    return this.action('purge', params, options) as Promise<api.DeletedCount>;
+  }
+
   listAll(params: Omit<api.ListPageParams, 'cursor'> = {}, options?: api.RequestOptions): AsyncIterable<api.Memory> {
     return walkPages(params, (page) => this.listPage(page, options));
   }

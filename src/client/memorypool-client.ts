@@ -5,8 +5,10 @@ import type {
   AddAnswer,
   AddParams,
   Deleted,
+  DeletedCount,
   DeletedUser,
   FindParams,
+  ForgetWhereParams,
   Health,
   InvokePayload,
   ListPage,
@@ -127,6 +129,11 @@ export class MemoryPoolClient implements MemoryPoolApi {
   /** A page of the list and the cursor of the next (null after the last). */
   listPage(params: ListPageParams = {}, options?: RequestOptions): Promise<ListPage> {
     return this.call({ method: 'POST', path: '/mem/list', body: params, idempotent: true }, options);
+  }
+
+  /** Deletes every memory matching (or, with dry_run, counts them); a repeat deletes nothing more. */
+  forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount> {
+    return this.call({ method: 'POST', path: '/mem/delete', body: params, idempotent: true }, options);
   }
 
   listAll(params: Omit<ListPageParams, 'cursor'> = {}, options?: RequestOptions): AsyncIterable<Memory> {

@@ -47,6 +47,9 @@ export type FindParams = RecallParams & { where?: WhereExpression };
 /** `POST /mem/list`: list's fields plus `where` and the `cursor` of the page before. */
 export type ListPageParams = ListParams & { where?: WhereExpression; cursor?: string };
 export type ListPage = z.infer<typeof answers.listPageSchema>;
+/** `POST /mem/delete`: `where` (required, not empty), the other filters, `dry_run`. */
+export type ForgetWhereParams = Omit<ListPageParams, 'cursor' | 'limit'> & { where: WhereExpression; dry_run?: boolean };
+export type DeletedCount = z.infer<typeof answers.deletedCountSchema>;
 
 /** `GET /mem/search`. */
 export type RecallParams = MemoryFilters & { query: string; explain?: boolean };
@@ -81,6 +84,7 @@ export interface MemoryPoolApi {
   list(params?: ListParams, options?: RequestOptions): Promise<Memory[]>;
   find(params: FindParams, options?: RequestOptions): Promise<ScoredMemory[]>;
   listPage(params?: ListPageParams, options?: RequestOptions): Promise<ListPage>;
+  forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount>;
   /** Every memory that matches, newest first, a page (of `limit`, default 1,000) at a time: `for await (const m of pool.listAll(...))`. */
   listAll(params?: Omit<ListPageParams, 'cursor'>, options?: RequestOptions): AsyncIterable<Memory>;
   get(id: string, params?: UserScope, options?: RequestOptions): Promise<Memory>;

@@ -15,7 +15,8 @@ import type { UserState } from './user-state.js';
 import type { SearchOverrides } from './query-plan.js';
 import { getMemory, listMemories, memoryHistory, searchMemories } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
-import type { Memory, MemoryVersion } from '../domain/memory.js';
+import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
+import { deleteMatching } from './delete-matching.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
@@ -272,6 +273,11 @@ export class MemoryService {
     return this.track(() => importRecords(this.context, records, onProgress));
   }
 
+
+  /** Deletes every memory of the user the filter passes, or with `dryRun` counts them (see delete-matching.ts). */
+  deleteMatching(userId: string, filter: MemoryFilter, dryRun = false): Promise<number> {
+    return this.track(() => deleteMatching(this.context, userId, filter, dryRun));
+  }
 
   /** Deletes for good the memories that have expired (invisible already); returns how many went. */
   sweepExpired(): Promise<number> {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { MAX_MESSAGE_CHARS } from './request-limits.js';
 import type { MemoryFilter } from '../domain/memory.js';
 import { MAX_SCOPE_CHARS } from '../domain/scope.js';
-import { parseWhere } from './where-expression.js';
+import { isEmptyWhere, parseWhere } from './where-expression.js';
 import { parseInstant } from './instant.js';
 
 /**
@@ -233,6 +233,28 @@ export const listParamsSchema = z
   })
   .loose()
   .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, cursor: value.cursor, user_id: value.user_id ?? DEFAULT_USER }));
+
+/** POST /mem/delete: a `where` that says something (the other filters may narrow it), whose user, and whether only to count. */
+export const deleteWhereParamsSchema = z
+  .object({
+    ...filterFields,
+    where: filterFields.where.meta({ type: 'object', description: 'Which memories go: a filter expression as on POST /mem/search (required, not empty)' }),
+    dry_run: z.boolean({ error: 'dry_run must be true or false' }).optional().meta({ description: 'Only count what would be deleted' }),
+    user_id: userId,
+  })
+  .loose()
+  .transform((value, ctx) => {
+    if (value.where === undefined || (typeof value.where === 'object' && value.where !== null && !Array.isArray(value.where) && Object.keys(value.where).length === 0)) {
+      ctx.addIssue({ code: 'custom', path: ['where'], message: value.where === undefined ? 'is required' : 'must hold at least one condition' });
+      return z.NEVER;
+    }
+    const filter = toFilter(value, ctx);
+    if (filter === undefined || (filter.where !== undefined && isEmptyWhere(filter.where))) {
+      ctx.addIssue({ code: 'custom', path: ['where'], message: 'must hold at least one condition' });
+      return z.NEVER;
+    }
+    return { filter, dry_run: value.dry_run ?? false, user_id: value.user_id ?? DEFAULT_USER };
+  });
 
 export const idParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), user_id: userId });
 

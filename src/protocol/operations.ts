@@ -6,6 +6,7 @@ import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.
 import {
   addParamsSchema,
   DEFAULT_USER,
+  deleteWhereParamsSchema,
   getParamsSchema,
   idParamsSchema,
   listParamsSchema,
@@ -17,6 +18,7 @@ import {
 import { addRequestSchema, searchRequestSchema } from './platform.js';
 import {
   addAnswerSchema,
+  deletedCountSchema,
   deletedSchema,
   deletedUserSchema,
   healthSchema,
@@ -294,6 +296,32 @@ export const OPERATION_TABLE = {
       return { deleted: input.id };
     }),
     mcp: { tool: 'forget', description: 'Delete one memory by its id, for good. Use it when the user asks to forget something or a memory is wrong.', shape: { required: ['id'] } },
+  },
+  purge: {
+    method: 'POST',
+    path: '/mem/delete',
+    tag: 'MemoryPool',
+    summary: 'Delete every memory matching a filter, or count them',
+    description:
+      '`where` (required, not empty; as on POST /mem/search) and any of the other filters choose the memories of the user that go, their history with them, in one write. With `dry_run: true` the answer counts them and nothing is deleted.',
+    request: {
+      body: deleteWhereParamsSchema,
+      bodyShape: { required: ['where'] },
+      examples: { project: { where: { 'metadata.project': 'styx' }, dry_run: true }, run: { where: { run_id: 'run-42' }, agent_id: 'ops-bot' } },
+    },
+    answer: { status: 200, description: 'How many were (or would be) deleted', schema: deletedCountSchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE', 'STORAGE_UNAVAILABLE'],
+    client: 'forgetWhere',
+    action: action(deleteWhereParamsSchema, async (service, input, { checkUser }) => {
+      checkUser(input.user_id);
+      return { deleted: await service.deleteMatching(input.user_id, input.filter, input.dry_run), dry_run: input.dry_run };
+    }),
+    mcp: {
+      tool: 'forget_matching',
+      description:
+        'Delete every memory matching a filter ("forget everything about project X"): where (e.g. {"metadata.project": "x"} or {"agent_id": "a"}) plus any of tag, agent_id, run_id, since, until. Set dry_run to see first how many it would delete.',
+      shape: { required: ['where'] },
+    },
   },
   stats: {
     method: 'GET',

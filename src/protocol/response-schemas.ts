@@ -59,6 +59,9 @@ export const listPageSchema = z
   })
   .strict();
 
+/** POST /mem/delete: how many went (or, with dry_run, would go). */
+export const deletedCountSchema = z.object({ deleted: z.number().int().min(0), dry_run: z.boolean() }).strict();
+
 export const historySchema = z.object({ id: z.string(), versions: z.array(memoryVersionSchema).meta({ description: 'Oldest first, the current version last' }) });
 export const memoryWithHistorySchema = memorySchema.extend({ versions: z.array(memoryVersionSchema) }).strict();
 

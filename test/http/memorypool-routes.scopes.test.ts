@@ -54,6 +54,16 @@ describe('scopes, where and pages over HTTP', () => {
       expect([invoked.statusCode, invoked.json().error]).toEqual([400, error]);
     }
     expect((await app.inject({ method: 'POST', url: '/mem/list', payload: [] })).json().error).toBe('body: must be a JSON object');
+
+    // Delete by filter: the count first, then the deletion; `where` must say something.
+    const forget = (payload: object) => app.inject({ method: 'POST', url: '/mem/delete', payload });
+    expect((await forget({ where: { 'metadata.project': 'styx' }, dry_run: true })).json()).toEqual({ deleted: 2, dry_run: true });
+    expect((await forget({ where: { 'metadata.project': 'styx' } })).json()).toEqual({ deleted: 2, dry_run: false });
+    expect((await app.inject({ url: '/mem/list' })).json().map((m: { text: string }) => m.text)).toEqual(['deploy notes']);
+    for (const [payload, error] of [[{}, 'where: is required'], [{ where: {} }, 'where: must hold at least one condition'], [{ where: { $and: [{}] } }, 'where: must hold at least one condition'], [{ where: { colour: 1 } }, 'where.colour: unknown field; expected one of agent_id, run_id, source, tags, importance, created_at, updated_at, occurred_at, expires_at, metadata.<key>']] as const) {
+      const refused = await forget(payload);
+      expect([refused.statusCode, refused.json().error]).toEqual([400, error]);
+    }
   });
 
   it('names the next page in Link and x-next-cursor, and walks the same with POST /mem/list, /invoke and the client', async () => {

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 
-export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'memory_stats'];
+export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'memory_stats'];
 
 /** The JSON a tool answered with (its one text block); fails the test on a tool error. */
 export async function callJson(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
@@ -68,7 +68,9 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   const rest = await callJson(client, 'list_page', { limit: 5, cursor: page.next_cursor, user_id: 'caroline' });
   expect(rest.next_cursor).toBeNull();
   expect(rest.memories.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
-  await callJson(client, 'forget', { id: scoped.id, user_id: 'caroline' });
+  expect(await callJson(client, 'forget_matching', { where: { agent_id: 'scheduler' }, dry_run: true, user_id: 'caroline' })).toEqual({ deleted: 1, dry_run: true });
+  expect(await callError(client, 'forget_matching', { where: {}, user_id: 'caroline' })).toBe('where: must hold at least one condition');
+  expect(await callJson(client, 'forget_matching', { where: { agent_id: 'scheduler' }, user_id: 'caroline' })).toEqual({ deleted: 1, dry_run: false });
 
   const listed = await callJson(client, 'list_memories', { user_id: 'caroline' });
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);

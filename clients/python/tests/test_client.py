@@ -44,7 +44,8 @@ class AgainstRealServer(unittest.TestCase):
         self.assertEqual([m["id"] for m in first["memories"]], [planner["id"], job["id"]])
         self.assertEqual(client.list_page(limit=2, cursor=first["next_cursor"], user_id="caroline"), {"memories": [dog], "next_cursor": None})
         self.assertEqual([m["id"] for m in client.list_all(limit=1, user_id="caroline")], [planner["id"], job["id"], dog["id"]])
-        client.forget(planner["id"], user_id="caroline")
+        self.assertEqual(client.forget_where({"agent_id": "coordinator"}, dry_run=True, user_id="caroline"), {"deleted": 1, "dry_run": True})
+        self.assertEqual(client.forget_where({"agent_id": "coordinator"}, user_id="caroline"), {"deleted": 1, "dry_run": False})
 
         self.assertEqual(client.forget(job["id"], user_id="caroline"), {"deleted": job["id"]})
         with self.assertRaises(NotFoundError) as missing:

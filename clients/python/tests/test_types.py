@@ -23,6 +23,7 @@ PAIRS = {
     "addAnswer": _types.AddAnswer,
     "searchAnswer": _types.SearchAnswer,
     "listPage": _types.ListPage,
+    "deletedCount": _types.DeletedCount,
 }
 
 

@@ -27,6 +27,7 @@ from ._errors import APIConnectionError, APITimeoutError, MemoryPoolError, error
 from ._types import (
     AddAnswer,
     Deleted,
+    DeletedCount,
     DeletedUser,
     Health,
     ListPage,
@@ -172,6 +173,11 @@ class MemoryPoolClient:
         """A page of the list (POST /mem/list): list's keywords plus `where` and the `cursor` of the page before."""
         body = _drop_none({"where": None if where is None else dict(where), "cursor": cursor, **fields})
         return cast(ListPage, self._call(_Call("POST", "/mem/list", body=body)))
+
+    def forget_where(self, where: Mapping[str, Any], *, dry_run: Optional[bool] = None, **fields: Any) -> DeletedCount:
+        """Deletes every memory matching `where` and the other filters (POST /mem/delete); with dry_run=True only counts them."""
+        body = _drop_none({"where": dict(where), "dry_run": dry_run, **fields})
+        return cast(DeletedCount, self._call(_Call("POST", "/mem/delete", body=body)))
 
     def list_all(self, *, limit: int = 1000, **fields: Any) -> Iterator[Memory]:
         """Every memory that matches, newest first, fetched a page (of `limit`) at a time as the loop reads on."""

@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 __all__ = [
     "AddAnswer",
     "Deleted",
+    "DeletedCount",
     "DeletedUser",
     "Explanation",
     "Health",
@@ -156,3 +157,8 @@ class MemoryHistory(TypedDict):
 class ListPage(TypedDict):
     memories: List[Memory]
     next_cursor: Optional[str]
+
+
+class DeletedCount(TypedDict):
+    deleted: int
+    dry_run: bool
