@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { MemoryService } from '../../src/memory/memory-service.js';
 import { parseWhere } from '../../src/protocol/where-expression.js';
-import { openService, tempDir } from '../support/helper.js';
-import { freshDatabase } from '../support/postgres.js';
+import { TWO_SERVICES } from '../support/two-services.js';
 
 const where = (expression: unknown) => {
   const parsed = parseWhere(expression);
@@ -10,18 +8,7 @@ const where = (expression: unknown) => {
   return parsed.node;
 };
 
-const stores: Array<[string, () => Promise<[MemoryService, MemoryService]>]> = [
-  ['JSONL, two services on one data directory', async () => {
-    const dataDir = await tempDir();
-    return [await openService({ dataDir }), await openService({ dataDir })];
-  }],
-  ['PostgreSQL, two replicas', async () => {
-    const databaseUrl = await freshDatabase();
-    return [await openService({ databaseUrl }), await openService({ databaseUrl })];
-  }],
-];
-
-describe.each(stores)('deleting by filter (%s)', (_name, open) => {
+describe.each(TWO_SERVICES)('deleting by filter (%s)', (_name, open) => {
   it('counts first with a dry run, then deletes every match with its history, seen at once by the other service', async () => {
     const [a, b] = await open();
     const styx = [];

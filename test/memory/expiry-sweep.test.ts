@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MemoryService } from '../../src/memory/memory-service.js';
-import { openService, tempDir } from '../support/helper.js';
-import { freshDatabase } from '../support/postgres.js';
+import { TWO_SERVICES } from '../support/two-services.js';
 
 /** A clock the test moves: expiry is judged by it, on every service that shares it. */
 function testClock(start = Date.parse('2026-03-01T12:00:00Z')): { now: () => number; advance: (ms: number) => void } {
@@ -9,21 +8,10 @@ function testClock(start = Date.parse('2026-03-01T12:00:00Z')): { now: () => num
   return { now: () => now, advance: (ms) => (now += ms) };
 }
 
-const stores: Array<[string, (clock: () => number) => Promise<[MemoryService, MemoryService]>]> = [
-  ['JSONL, two services on one data directory', async (clock) => {
-    const dataDir = await tempDir();
-    return [await openService({ dataDir, clock }), await openService({ dataDir, clock })];
-  }],
-  ['PostgreSQL, two replicas', async (clock) => {
-    const databaseUrl = await freshDatabase();
-    return [await openService({ databaseUrl, clock }), await openService({ databaseUrl, clock })];
-  }],
-];
-
-describe.each(stores)('expiry (%s)', (_name, open) => {
+describe.each(TWO_SERVICES)('expiry (%s)', (_name, open) => {
   it('hides a memory on every read of every service from its instant on, before any sweep; the sweep then deletes it with its history', async () => {
     const clock = testClock();
-    const [a, b] = await open(clock.now);
+    const [a, b] = await open({ clock: clock.now });
     const brief = await a.addMemory({ userId: 'u', text: 'the door code is 4711', ttlSeconds: 60 });
     const lasting = await a.addMemory({ userId: 'u', text: 'the door is painted blue' });
     expect(brief.expires_at).toBe('2026-03-01T12:01:00.000Z');
@@ -52,7 +40,7 @@ describe.each(stores)('expiry (%s)', (_name, open) => {
 
   it('sets, moves and clears an expiry by update; a cleared one never expires', async () => {
     const clock = testClock();
-    const [a, b] = await open(clock.now);
+    const [a, b] = await open({ clock: clock.now });
     const memory = await a.addMemory({ userId: 'u', text: 'on call this week', expiresAtMs: clock.now() + 1_000 });
     const moved = await b.updateMemory({ userId: 'u', id: memory.id, expiresAtMs: clock.now() + 10_000 });
     expect(moved.expires_at).toBe(new Date(clock.now() + 10_000).toISOString());

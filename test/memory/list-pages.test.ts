@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MemoryService } from '../../src/memory/memory-service.js';
-import { openService, tempDir } from '../support/helper.js';
-import { freshDatabase } from '../support/postgres.js';
+import { openService } from '../support/helper.js';
+import { TWO_SERVICES } from '../support/two-services.js';
 
 /** Walks every page of the user's list; `between` runs after each page (writes of others). */
 async function walk(service: MemoryService, userId: string, limit: number, between: (page: number) => Promise<void> = async () => undefined): Promise<string[]> {
@@ -16,19 +16,7 @@ async function walk(service: MemoryService, userId: string, limit: number, betwe
   }
 }
 
-// Two services on one store: two processes on one data directory, or two replicas of one database.
-const stores: Array<[string, () => Promise<[MemoryService, MemoryService]>]> = [
-  ['JSONL, two services on one data directory', async () => {
-    const dataDir = await tempDir();
-    return [await openService({ dataDir }), await openService({ dataDir })];
-  }],
-  ['PostgreSQL, two replicas', async () => {
-    const databaseUrl = await freshDatabase();
-    return [await openService({ databaseUrl }), await openService({ databaseUrl })];
-  }],
-];
-
-describe.each(stores)('paging through a list (%s)', (_name, open) => {
+describe.each(TWO_SERVICES)('paging through a list (%s)', (_name, open) => {
   it('returns every memory that existed throughout exactly once while the other adds and deletes', async () => {
     const [walker, writer] = await open();
     const initial: string[] = [];
