@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createError } from '../errors.js';
 import type { MemoryFields } from '../domain/memory.js';
 import { splitIntoUnits, type UnitText } from '../ingest/message-units.js';
 import type { UnitDraft } from '../store/memory-store.js';
@@ -43,6 +44,7 @@ export function memoryUnit(input: NewMemory, nowMs: number): UnitText {
 /** A MemoryPool add's record (the protocol's defaults for what it leaves out). */
 /** The expiry an add or update asks for, as stored (ISO 8601): undefined when it names none, null when it clears it. */
 export function expiryOf(input: { expiresAtMs?: number | null; ttlSeconds?: number }, nowMs: number): string | null | undefined {
+  if (input.ttlSeconds !== undefined && input.expiresAtMs !== undefined) throw createError('INVALID_PARAMETER', 'ttl_seconds: give expires_at or ttl_seconds, not both');
   if (input.ttlSeconds !== undefined) return new Date(nowMs + input.ttlSeconds * 1000).toISOString();
   if (input.expiresAtMs === null) return null;
   return input.expiresAtMs === undefined ? undefined : new Date(input.expiresAtMs).toISOString();
