@@ -10,6 +10,8 @@ import type { PortableRecord } from '../src/memory/portability.js';
 import { silentLogger } from '../src/logger.js';
 import { openStore } from '../src/open-service.js';
 import type { MemoryFilter } from '../src/domain/memory.js';
+import type { WhereNode } from '../src/domain/where.js';
+import { parseWhere } from '../src/protocol/where-expression.js';
 
 /**
  * `node dist/bench/filtered-search.js [--memories 20000] [--rounds 5] [--dimensions 512]`: what a
@@ -33,6 +35,12 @@ function seeded(seed: number): () => number {
 
 function sentence(random: () => number, words: number): string {
   return Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
+}
+
+function whereNode(expression: unknown): WhereNode {
+  const parsed = parseWhere(expression);
+  if (!parsed.ok) throw new Error(`${parsed.place}: ${parsed.message}`);
+  return parsed.node;
 }
 
 function p50(values: number[]): number {
@@ -62,6 +70,7 @@ async function main(): Promise<void> {
       source: 'bench',
       created_at: new Date(start + Math.floor((i / count) * span)).toISOString(),
       metadata: { project: `p${i % 10}`, ...(i % 100 === 7 ? { rare: true } : {}) },
+      agent_id: i % 5 === 0 ? 'planner' : 'coder',
       vec: encodeVector(vectors[i]),
       model: embedder.modelId,
     }));
@@ -77,6 +86,9 @@ async function main(): Promise<void> {
       ['since/until (one quarter of the span)', { sinceMs: start + span / 4, untilMs: start + span / 2 }],
       ['since the first memory (100%: the worst case)', { sinceMs: start }],
       ['tag=ops + meta.project=p4 + since (about 1%)', { tag: 'ops', metadata: { project: 'p4' }, sinceMs: start + span / 2 }],
+      ['agent_id=planner (20%)', { agentId: 'planner' }],
+      ['where $or project p1/rare, not ops (about 8%)', { where: whereNode({ $or: [{ 'metadata.project': 'p1' }, { 'metadata.rare': true }], $not: { tags: 'ops' } }) }],
+      ['where created_at window and importance (25%)', { where: whereNode({ created_at: { $gte: start + span / 4, $lt: start + span / 2 }, importance: { $lte: 0.5 } }) }],
     ];
     const queries = Array.from({ length: 40 }, () => sentence(random, 4));
     const times = new Map(variants.map(([name]) => [name, [] as number[]]));

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { errorFromAnswer, APIUserAbortError, type MemoryPoolError } from './client/errors.js';
 import { memoryQuery } from './client/query.js';
+import { walkPages } from './client/pages.js';
 import type * as api from './client/types.js';
 import { loadConfig, type ConfigInput } from './config.js';
 import { createError, isAppError } from './errors.js';
@@ -70,6 +71,22 @@ class InProcessPool implements MemoryPool {
 
   list(params: api.ListParams = {}, options?: api.RequestOptions): Promise<api.Memory[]> {
     return this.action('list', memoryQuery(params), options) as Promise<api.Memory[]>;
+  }
+
+  find(params: api.FindParams, options?: api.RequestOptions): Promise<api.ScoredMemory[]> {
+    return this.action('search', params, options) as Promise<api.ScoredMemory[]>;
+  }
+
+  listPage(params: api.ListPageParams = {}, options?: api.RequestOptions): Promise<api.ListPage> {
+    return this.action('page', params, options) as Promise<api.ListPage>;
+  }
+
+  forgetWhere(params: api.ForgetWhereParams, options?: api.RequestOptions): Promise<api.DeletedCount> {
+    return this.action('purge', params, options) as Promise<api.DeletedCount>;
+  }
+
+  listAll(params: Omit<api.ListPageParams, 'cursor'> = {}, options?: api.RequestOptions): AsyncIterable<api.Memory> {
+    return walkPages(params, (page) => this.listPage(page, options));
   }
 
   get(id: string, params: api.UserScope = {}, options?: api.RequestOptions): Promise<api.Memory> {

@@ -41,11 +41,13 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   }
 
   const retention = config.retentionDays === undefined || !sweepsRetention() ? null : startRetention(service, config.retentionDays, logger);
+  const expiry = sweepsRetention() ? startExpirySweep(service, logger) : null;
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       if (retention) clearInterval(retention);
+      if (expiry) clearInterval(expiry);
       await app.startDraining();
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
       await opened.close();
@@ -98,6 +100,22 @@ function startRetention(service: MemoryService, days: number, logger: Logger): N
   };
   sweep();
   const timer = setInterval(sweep, RETENTION_SWEEP_MS);
+  timer.unref();
+  return timer;
+}
+
+/** How often the expired memories are deleted for good (they are invisible from their instant on; this only reclaims space). */
+const EXPIRY_SWEEP_MS = 60 * 1000;
+
+function startExpirySweep(service: MemoryService, logger: Logger): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    service.sweepExpired().then(
+      (swept) => {
+        if (swept > 0) logger.info({ swept }, 'expiry: deleted expired memories');
+      },
+      (error: Error) => logger.error({ err: error.message }, 'expiry sweep failed'),
+    );
+  }, EXPIRY_SWEEP_MS);
   timer.unref();
   return timer;
 }

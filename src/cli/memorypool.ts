@@ -73,6 +73,8 @@ interface MemoryFieldOptions {
   tags?: string;
   importance?: string;
   meta?: string[];
+  agent?: string;
+  run?: string;
 }
 
 /** The add and update flags as the API's fields (validated there, like any other input). */
@@ -81,6 +83,8 @@ function memoryFields(options: MemoryFieldOptions, typed: boolean): Record<strin
     tags: options.tags === undefined ? undefined : options.tags.split(',').map((tag) => tag.trim()).filter(Boolean),
     importance: numberOrText(options.importance),
     metadata: options.meta === undefined ? undefined : metaPairs(options.meta, typed),
+    agent_id: options.agent,
+    run_id: options.run,
   };
 }
 
@@ -91,6 +95,8 @@ program
   .option('--tags <tags>', 'comma-separated tags')
   .option('--importance <n>', 'importance from 0 to 1 (default 0.5)')
   .option(...META_FLAG, collectMeta)
+  .option('--agent <agent_id>', 'the agent it belongs to')
+  .option('--run <run_id>', 'the run it belongs to')
   .option('--source <source>', 'where it came from (default "cli")')
   .option('--user <user_id>', 'owner (default "default")')
   .action(async (text: string, options: MemoryFieldOptions & { source?: string; user?: string }) => {
@@ -105,6 +111,8 @@ program
   .option('--tags <tags>', 'comma-separated tags')
   .option('--importance <n>', 'importance from 0 to 1')
   .option(...META_FLAG, collectMeta)
+  .option('--agent <agent_id>', 'move it to this agent')
+  .option('--run <run_id>', 'move it to this run')
   .option('--user <user_id>', 'owner (default "default")')
   .action(async (id: string, options: MemoryFieldOptions & { text?: string; user?: string }) => {
     await runAction({ action: 'update', id, text: options.text, ...memoryFields(options, true), user_id: options.user });
@@ -112,6 +120,9 @@ program
 
 interface FilterOptions {
   tag?: string;
+  agent?: string;
+  run?: string;
+  where?: string;
   meta?: string[];
   since?: string;
   until?: string;
@@ -121,13 +132,16 @@ interface FilterOptions {
 
 /** The filter flags as the API's fields; metadata values as text, matched as the type each memory stored. */
 function filterFields(options: FilterOptions): Record<string, unknown> {
-  return { tag: options.tag, filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user };
+  return { tag: options.tag, agent_id: options.agent, run_id: options.run, where: options.where === undefined ? undefined : whereJson(options.where), filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user };
 }
 
 /** The flags search and list share: what to consider, how many, whose. */
 function withFilterFlags(command: Command, defaultLimit: number): Command {
   return command
     .option('--tag <tag>', 'only memories with this tag')
+    .option('--agent <agent_id>', 'only memories of this agent')
+    .option('--run <run_id>', 'only memories of this run')
+    .option('--where <json>', 'a filter expression, e.g. \'{"$or": [{"agent_id": "a"}, {"importance": {"$gte": 0.8}}]}\'')
     .option(...META_FILTER_FLAG, collectMeta)
     .option(...SINCE_FLAG)
     .option(...UNTIL_FLAG)
@@ -139,9 +153,28 @@ withFilterFlags(program.command('search').description('rank memories for a query
   await runAction({ action: 'search', query, ...filterFields(options) });
 });
 
-withFilterFlags(program.command('list').description('list memories, newest first'), 20).action(async (options: FilterOptions) => {
-  await runAction({ action: 'list', ...filterFields(options) });
-});
+withFilterFlags(program.command('list').description('list memories, newest first'), 20)
+  .option('--cursor <cursor>', 'continue after the page that gave this next_cursor (answers {memories, next_cursor})')
+  .option('--all', 'every matching memory, one JSON line each, a page (of --limit, default 1000) at a time')
+  .action(async (options: FilterOptions & { cursor?: string; all?: boolean }) => {
+    if (options.all) {
+      await withService((service) => streamAll(service, { ...filterFields(options), limit: options.limit ?? '1000' }));
+      return;
+    }
+    await runAction({ action: options.cursor === undefined ? 'list' : 'page', ...filterFields(options), cursor: options.cursor });
+  });
+
+/** `list --all`: each page through the same action as /invoke, each memory a JSON line as soon as its page is read. */
+async function streamAll(service: MemoryService, params: Record<string, unknown>): Promise<undefined> {
+  let cursor: string | undefined;
+  do {
+    const page = (await invoke(service, { tool: 'memorypool', invoked_by: 'cli', params: dropUndefined({ ...params, action: 'page', cursor }) }, () => undefined)) as { memories: unknown[]; next_cursor: string | null };
+    const lines = page.memories.map((memory) => JSON.stringify(memory) + '\n').join('');
+    if (lines !== '' && !process.stdout.write(lines)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  return undefined;
+}
 
 // The commands on one memory by its id.
 for (const [action, description] of [
@@ -268,6 +301,15 @@ function metaPairs(pairs: readonly string[], typed: boolean): Record<string, unk
     out[pair.slice(0, at)] = !typed ? value : value === 'true' ? true : value === 'false' ? false : numberOrText(value);
   }
   return out;
+}
+
+/** `--where`'s JSON (the service validates what it says). */
+function whereJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw createError('INVALID_PARAMETER', 'where: --where must be JSON, e.g. \'{"agent_id": "a"}\'');
+  }
 }
 
 function dropUndefined(params: Record<string, unknown>): Record<string, unknown> {

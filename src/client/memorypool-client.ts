@@ -1,12 +1,18 @@
 import { APIUserAbortError, APIConnectionError, errorFromAnswer, MemoryPoolError, APITimeoutError } from './errors.js';
+import { walkPages } from './pages.js';
 import { memoryQuery } from './query.js';
 import type {
   AddAnswer,
   AddParams,
   Deleted,
+  DeletedCount,
   DeletedUser,
+  FindParams,
+  ForgetWhereParams,
   Health,
   InvokePayload,
+  ListPage,
+  ListPageParams,
   ListParams,
   Memory,
   MemoryHistory,
@@ -113,6 +119,25 @@ export class MemoryPoolClient implements MemoryPoolApi {
 
   list(params: ListParams = {}, options?: RequestOptions): Promise<Memory[]> {
     return this.call({ method: 'GET', path: '/mem/list', query: memoryQuery(params), idempotent: true }, options);
+  }
+
+  /** recall with a JSON body: `where` expressions too. */
+  find(params: FindParams, options?: RequestOptions): Promise<ScoredMemory[]> {
+    return this.call({ method: 'POST', path: '/mem/search', body: params, idempotent: true }, options);
+  }
+
+  /** A page of the list and the cursor of the next (null after the last). */
+  listPage(params: ListPageParams = {}, options?: RequestOptions): Promise<ListPage> {
+    return this.call({ method: 'POST', path: '/mem/list', body: params, idempotent: true }, options);
+  }
+
+  /** Deletes every memory matching (or, with dry_run, counts them); a repeat deletes nothing more. */
+  forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount> {
+    return this.call({ method: 'POST', path: '/mem/delete', body: params, idempotent: true }, options);
+  }
+
+  listAll(params: Omit<ListPageParams, 'cursor'> = {}, options?: RequestOptions): AsyncIterable<Memory> {
+    return walkPages(params, (page) => this.listPage(page, options));
   }
 
   get(id: string, params: UserScope = {}, options?: RequestOptions): Promise<Memory> {

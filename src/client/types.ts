@@ -35,7 +35,21 @@ export type RememberParams = z.input<typeof addParamsSchema>;
  * What recall and list filter on: `tag`, `filter` (metadata that must match, sent as
  * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time).
  */
-export type MemoryFilters = Pick<z.input<typeof listParamsSchema>, 'tag' | 'filter' | 'since' | 'until' | 'user_id'> & { limit?: number };
+export type MemoryFilters = Pick<z.input<typeof listParamsSchema>, 'tag' | 'agent_id' | 'run_id' | 'filter' | 'since' | 'until' | 'user_id'> & { limit?: number };
+
+/**
+ * A filter expression (POST /mem/search and /mem/list, `where`): `$and`, `$or`, `$not`; leaves
+ * `{field: value}` or `{field: {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin|$exists|$contains: ...}}`.
+ */
+export type WhereExpression = { [key: string]: unknown };
+/** `POST /mem/search`: recall's fields plus `where`. */
+export type FindParams = RecallParams & { where?: WhereExpression };
+/** `POST /mem/list`: list's fields plus `where` and the `cursor` of the page before. */
+export type ListPageParams = ListParams & { where?: WhereExpression; cursor?: string };
+export type ListPage = z.infer<typeof answers.listPageSchema>;
+/** `POST /mem/delete`: `where` (required, not empty), the other filters, `dry_run`. */
+export type ForgetWhereParams = Omit<ListPageParams, 'cursor' | 'limit'> & { where: WhereExpression; dry_run?: boolean };
+export type DeletedCount = z.infer<typeof answers.deletedCountSchema>;
 
 /** `GET /mem/search`. */
 export type RecallParams = MemoryFilters & { query: string; explain?: boolean };
@@ -68,6 +82,11 @@ export interface MemoryPoolApi {
   remember(params: RememberParams, options?: RequestOptions): Promise<Memory>;
   recall(params: RecallParams, options?: RequestOptions): Promise<ScoredMemory[]>;
   list(params?: ListParams, options?: RequestOptions): Promise<Memory[]>;
+  find(params: FindParams, options?: RequestOptions): Promise<ScoredMemory[]>;
+  listPage(params?: ListPageParams, options?: RequestOptions): Promise<ListPage>;
+  forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount>;
+  /** Every memory that matches, newest first, a page (of `limit`, default 1,000) at a time: `for await (const m of pool.listAll(...))`. */
+  listAll(params?: Omit<ListPageParams, 'cursor'>, options?: RequestOptions): AsyncIterable<Memory>;
   get(id: string, params?: UserScope, options?: RequestOptions): Promise<Memory>;
   update(id: string, params: UpdateParams, options?: RequestOptions): Promise<Memory>;
   history(id: string, params?: UserScope, options?: RequestOptions): Promise<MemoryHistory>;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { WhereNode } from './where.js';
 
 /**
  * The domain's nouns: a memory, its versions, its metadata and the filter that scopes a search or
@@ -26,6 +27,10 @@ export const memoryVersionSchema = z.object({
   importance: z.number(),
   metadata: metadataSchema,
   updated_at: z.string().meta({ format: 'date-time' }),
+  // Scopes and expiry as that version had them (absent: none; versions written before they existed have none).
+  agent_id: z.string().optional(),
+  run_id: z.string().optional(),
+  expires_at: z.string().meta({ format: 'date-time' }).optional(),
 });
 export type MemoryVersion = z.infer<typeof memoryVersionSchema>;
 
@@ -46,6 +51,11 @@ export interface MemoryFields {
   version?: number;
   updated_at?: string;
   metadata?: Metadata;
+  /** Scopes beside the user (src/domain/scope.ts): the agent and the run it belongs to; absent when none. */
+  agent_id?: string;
+  run_id?: string;
+  /** From this instant (ISO 8601) the memory is invisible on every door, then swept; absent: never. */
+  expires_at?: string;
   /** Add-contract provenance; absent on memories written through /mem or the CLI. */
   session_id?: string;
   /** The message's role or speaker name as the client sent it. */
@@ -80,4 +90,9 @@ export interface MemoryFilter {
   /** Bounds (Unix ms, both included) on the memory's time: `occurred_at`, else `created_at`. */
   sinceMs?: number;
   untilMs?: number;
+  /** Only memories of this agent / this run (exact; a scope nobody has matches nothing). */
+  agentId?: string;
+  runId?: string;
+  /** A validated filter expression (src/domain/where.ts), ANDed with the rest. */
+  where?: WhereNode;
 }

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createError } from '../errors.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import { invoke, runAction, type Action } from '../protocol/invoke.js';
-import { addParamsSchema, DEFAULT_USER, idParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
-import { OPERATION_TABLE as op } from '../protocol/operations.js';
+import { addParamsSchema, DEFAULT_USER, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import { listPageOf, OPERATION_TABLE as op, scopesOf } from '../protocol/operations.js';
 import { serveOperation } from './operation-route.js';
 import { packageVersion } from './package-files.js';
 import { authorizeUser } from './request-context.js';
@@ -20,11 +21,24 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     const input = parseOr400(addParamsSchema, request.body ?? {});
     const userId = input.user_id ?? userFromQuery(request.query) ?? DEFAULT_USER;
     authorizeUser(request, userId);
-    return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source });
+    return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source, ...scopesOf(input) });
   });
 
   serveOperation(app, op.search, asAction('search'));
-  serveOperation(app, op.list, asAction('list'));
+  // The POST forms: the same actions on a JSON body (where a `where` expression fits).
+  const onBody = (action: Action) => (request: FastifyRequest) => runAction(service, action, bodyObject(request.body), (userId) => authorizeUser(request, userId), 'http');
+  serveOperation(app, op.find, onBody('search'));
+  serveOperation(app, op.page, onBody('page'));
+  serveOperation(app, op.purge, onBody('purge'));
+  serveOperation(app, op.list, async (request, reply) => {
+    const input = parseOr400(listParamsSchema, request.query ?? {});
+    const page = await listPageOf(service, input, (userId) => authorizeUser(request, userId));
+    if (page.nextCursor !== null) {
+      reply.header('x-next-cursor', page.nextCursor);
+      reply.header('link', `<${nextPageUrl(request.url, page.nextCursor)}>; rel="next"`);
+    }
+    return page.memories;
+  });
   serveOperation(app, op.stats, asAction('stats'));
 
   // Not the get action: over HTTP the history is its own route, not a flag.
@@ -40,7 +54,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     const input = parseOr400(updateBodySchema, request.body ?? {});
     const userId = input.user_id ?? userFromQuery(request.query) ?? DEFAULT_USER;
     authorizeUser(request, userId);
-    return service.updateMemory({ userId, id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata });
+    return service.updateMemory({ userId, id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, ...scopesOf(input) });
   });
 
   serveOperation(app, op.history, asAction('history'));
@@ -54,6 +68,21 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     const deleted = await service.deleteUser(userId!);
     return { deleted_user: userId, deleted };
   });
+}
+
+/** A JSON body as an action's params: an object, or nothing. */
+function bodyObject(body: unknown): Record<string, unknown> {
+  if (body === undefined) return {};
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw createError('INVALID_PARAMETER', 'body: must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** The request's own URL with `cursor` set to the next page's (RFC 8288: a reference relative to the request). */
+function nextPageUrl(url: string, cursor: string): string {
+  const [path, query = ''] = url.split('?', 2);
+  const params = new URLSearchParams(query);
+  params.set('cursor', cursor);
+  return `${path}?${params}`;
 }
 
 function userFromQuery(query: unknown): string | undefined {

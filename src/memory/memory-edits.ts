@@ -4,7 +4,7 @@ import { notFound } from './memory-reads.js';
 import { publicMemory, unitText } from './memory-records.js';
 import { APPEND, type ServiceContext } from './service-context.js';
 import type { MemoryUpdate, NewMemory } from './types.js';
-import { memoryDraft, memoryUnit } from './write-drafts.js';
+import { expiryOf, memoryDraft, memoryUnit } from './write-drafts.js';
 
 /**
  * The service's writes of single memories (add, update, delete) and the retention purge. Each
@@ -15,7 +15,7 @@ import { memoryDraft, memoryUnit } from './write-drafts.js';
 export async function addMemory(service: ServiceContext, input: NewMemory): Promise<Memory> {
   const unit = memoryUnit(input, Date.now());
   const [vector] = await service.embed([denseText(unit)], 'ingest', input.userId);
-  const draft = memoryDraft(input, unit, vector, service.embedder.modelId);
+  const draft = memoryDraft(input, unit, vector, service.embedder.modelId, service.now());
   return service.underLock(
     input.userId,
     async (state) => {
@@ -36,7 +36,8 @@ export async function addMemory(service: ServiceContext, input: NewMemory): Prom
 export async function updateMemory(service: ServiceContext, input: MemoryUpdate): Promise<Memory> {
   const state = await service.existingUser(input.userId);
   const current = state?.records.get(input.id);
-  if (!current) throw notFound(input.id);
+  // An expired memory is gone for every door, an update's included.
+  if (!current || !service.visible(current, service.now())) throw notFound(input.id);
   const text = input.text?.trim();
   // Any text given is embedded, even one equal to what this replica holds: another writer may
   // change the text meanwhile, and the stored vector must be the stored text's.
@@ -47,6 +48,9 @@ export async function updateMemory(service: ServiceContext, input: MemoryUpdate)
       tags: input.tags,
       importance: input.importance,
       metadata: input.metadata,
+      agentId: input.agentId,
+      runId: input.runId,
+      expiresAt: expiryOf(input, service.now()),
       updatedAt: new Date().toISOString(),
       ...(vector ? { vector, model: service.embedder.modelId } : {}),
     });

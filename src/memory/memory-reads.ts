@@ -1,6 +1,8 @@
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import { createError } from '../errors.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
+import { versionOf, type StoredRecord } from '../store/stored-record.js';
+import { listPage } from './list-pages.js';
 import { hitContent, matchesFilter, publicMemory } from './memory-records.js';
 import { boundSearchRequest } from './query-bounds.js';
 import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
@@ -26,7 +28,7 @@ export async function searchMemories(service: ServiceContext, unbounded: SearchR
   if (!state || state.records.size === 0) return [];
   encoding ??= encode();
   const plan = planQuery(request, texts, state.corpus, service.weights, overrides);
-  const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(state, request.filter) }, plan.weights);
+  const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights);
   // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
   const ranked = state.corpus.rank(prepared, await encoding, request.limit);
   const hits: SearchHit[] = [];
@@ -41,34 +43,28 @@ export async function searchMemories(service: ServiceContext, unbounded: SearchR
   return hits;
 }
 
-/** Newest first. */
+/** Newest first: the first page (see list-pages.ts). */
 export async function listMemories(service: ServiceContext, request: ListRequest): Promise<Memory[]> {
-  const state = await service.existingUser(request.userId);
-  if (!state) return [];
-  const out: Memory[] = [];
-  const seqs = [...state.bySeq.keys()].sort((a, b) => b - a);
-  for (const seq of seqs) {
-    const record = state.bySeq.get(seq)!;
-    if (request.filter && !matchesFilter(record, request.filter)) continue;
-    out.push(publicMemory(record));
-    if (out.length >= request.limit) break;
-  }
-  return out;
+  return (await listPage(service, request)).memories;
 }
 
 export async function getMemory(service: ServiceContext, userId: string, id: string): Promise<Memory> {
+  return publicMemory(await visibleRecord(service, userId, id));
+}
+
+/** The user's memory of this id unless it has expired (then, as for any other door, it is not there). */
+export async function visibleRecord(service: ServiceContext, userId: string, id: string): Promise<StoredRecord> {
   const record = (await service.existingUser(userId))?.records.get(id);
-  if (!record) throw notFound(id);
-  return publicMemory(record);
+  if (!record || !service.visible(record, service.now())) throw notFound(id);
+  return record;
 }
 
 /** Every version of a memory, oldest first, the current one last. */
 export async function memoryHistory(service: ServiceContext, userId: string, id: string): Promise<{ id: string; versions: MemoryVersion[] }> {
-  const record = (await service.existingUser(userId))?.records.get(id);
-  if (!record) throw notFound(id);
-  const { version, text, tags, importance, metadata, updated_at } = publicMemory(record);
-  const earlier = version > 1 ? await service.store.history(userId, id) : [];
-  return { id, versions: [...earlier.filter((entry) => entry.version < version), { version, text, tags, importance, metadata, updated_at }] };
+  const record = await visibleRecord(service, userId, id);
+  const current = versionOf(record);
+  const earlier = current.version > 1 ? await service.store.history(userId, id) : [];
+  return { id, versions: [...earlier.filter((entry) => entry.version < current.version), current] };
 }
 
 export function notFound(id: string): Error {
@@ -76,11 +72,14 @@ export function notFound(id: string): Error {
 }
 
 /** The request's filter as the corpus applies it (on its units, whose time is parsed already), or none. */
-function recordFilter(state: UserState, filter: MemoryFilter | undefined): ((unit: CorpusUnit) => boolean) | undefined {
-  if (!filter || (filter.tag === undefined && filter.metadata === undefined && filter.sinceMs === undefined && filter.untilMs === undefined)) return undefined;
+function recordFilter(service: ServiceContext, state: UserState, filter: MemoryFilter | undefined): ((unit: CorpusUnit) => boolean) | undefined {
+  const nowMs = service.now();
+  const unfiltered = !filter || Object.values(filter).every((condition) => condition === undefined);
+  // Expiry only costs a search when the user holds a memory that expires at all.
+  if (unfiltered && !state.expiring) return undefined;
   return (unit) => {
     const record = state.bySeq.get(unit.seq);
-    return record !== undefined && matchesFilter(record, filter, unit.timeMs);
+    return record !== undefined && service.visible(record, nowMs) && (unfiltered || matchesFilter(record, filter, unit.timeMs));
   };
 }
 

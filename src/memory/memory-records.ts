@@ -6,6 +6,7 @@ import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { StoredRecord } from '../store/stored-record.js';
 import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from '../domain/memory.js';
+import { matchesWhere } from './where-match.js';
 
 /** The unit a stored memory was made from: its text, speaker, time and tags. */
 export function unitText(record: MemoryFields): UnitText {
@@ -43,6 +44,8 @@ export function compactRecord(record: StoredRecord, strings: SharedStrings): voi
   if (record.role !== undefined) record.role = shared(strings, record.role);
   if (record.occurred_at !== undefined) record.occurred_at = shared(strings, record.occurred_at);
   if (record.request_id !== undefined) record.request_id = shared(strings, record.request_id);
+  if (record.agent_id !== undefined) record.agent_id = shared(strings, record.agent_id);
+  if (record.run_id !== undefined) record.run_id = shared(strings, record.run_id);
   if (record.model !== undefined) record.model = shared(strings, record.model);
   if (record.tags.length === 0) record.tags = NO_TAGS;
 }
@@ -83,6 +86,8 @@ export function duplicateKey(text: string): string {
  */
 export function matchesFilter(record: MemoryFields, filter: MemoryFilter, timeMs = Date.parse(record.occurred_at ?? record.created_at)): boolean {
   if (filter.tag !== undefined && !record.tags.includes(filter.tag)) return false;
+  if (filter.agentId !== undefined && record.agent_id !== filter.agentId) return false;
+  if (filter.runId !== undefined && record.run_id !== filter.runId) return false;
   if (filter.sinceMs !== undefined || filter.untilMs !== undefined) {
     if (filter.sinceMs !== undefined && !(timeMs >= filter.sinceMs)) return false;
     if (filter.untilMs !== undefined && !(timeMs <= filter.untilMs)) return false;
@@ -93,6 +98,7 @@ export function matchesFilter(record: MemoryFields, filter: MemoryFilter, timeMs
       if (stored === undefined || !sameValue(stored, wanted)) return false;
     }
   }
+  if (filter.where && !matchesWhere(record, filter.where)) return false;
   return true;
 }
 

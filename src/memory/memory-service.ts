@@ -15,7 +15,11 @@ import type { UserState } from './user-state.js';
 import type { SearchOverrides } from './query-plan.js';
 import { getMemory, listMemories, memoryHistory, searchMemories } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
-import type { Memory, MemoryVersion } from '../domain/memory.js';
+import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
+import { deleteMatching } from './delete-matching.js';
+import { isExpired } from '../domain/scope.js';
+import { listPage, type ListPage } from './list-pages.js';
+import { sweepExpired } from './expiry-sweep.js';
 import type {
   AddOutcome,
   ConversationAdd,
@@ -42,6 +46,8 @@ export interface MemoryServiceOptions {
   indexFlushDelayMs?: number;
   /** Estimated bytes the cached users may take; unset keeps every loaded user. */
   cacheBytes?: number;
+  /** The clock expiry is judged by (Unix ms; default Date.now): a test moves its own. */
+  clock?: () => number;
 }
 
 
@@ -107,6 +113,8 @@ export class MemoryService {
       counted: (delta) => {
         this.total += delta;
       },
+      now: options.clock ?? Date.now,
+      visible: (record, nowMs) => !isExpired(record, nowMs),
     };
     this.conversations = new ConversationAdds(this.context, (work) => this.track(work));
   }
@@ -211,6 +219,11 @@ export class MemoryService {
     return listMemories(this.context, request);
   }
 
+  /** A page of the list and the cursor of the next (see list-pages.ts). */
+  listPage(request: ListRequest & { cursor?: string }): Promise<ListPage> {
+    return listPage(this.context, request);
+  }
+
   get(userId: string, id: string): Promise<Memory> {
     return getMemory(this.context, userId, id);
   }
@@ -260,6 +273,16 @@ export class MemoryService {
     return this.track(() => importRecords(this.context, records, onProgress));
   }
 
+
+  /** Deletes every memory of the user the filter passes, or with `dryRun` counts them (see delete-matching.ts). */
+  deleteMatching(userId: string, filter: MemoryFilter, dryRun = false): Promise<number> {
+    return this.track(() => deleteMatching(this.context, userId, filter, dryRun));
+  }
+
+  /** Deletes for good the memories that have expired (invisible already); returns how many went. */
+  sweepExpired(): Promise<number> {
+    return this.track(() => sweepExpired(this.context));
+  }
 
   /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
   purgeOlderThan(cutoffMs: number): Promise<number> {

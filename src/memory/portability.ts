@@ -41,7 +41,10 @@ export async function exportRecords(service: ServiceContext, userId: string): Pr
   if (!state) return [];
   const exact = state.corpus.vectorsCompact ? await storedVectors(service, userId) : null;
   const out: PortableRecord[] = [];
+  const nowMs = service.now();
   for (const record of inStoredOrder(state)) {
+    // An expired memory is gone for every door: an export does not bring it back.
+    if (!service.visible(record, nowMs)) continue;
     const history = (record.version ?? 1) > 1 ? await service.store.history(userId, record.id) : [];
     // A unit waiting to be re-embedded goes without a vector: the importing pool embeds it. So
     // does one the store no longer holds (deleted since): its import embeds it again.

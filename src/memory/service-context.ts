@@ -1,3 +1,4 @@
+import type { MemoryFields } from '../domain/memory.js';
 import type { Embedder } from '../embedding/embedder.js';
 import type { RetrievalWeights } from '../retrieval/retrieval-config.js';
 import type { MemoryStore } from '../store/memory-store.js';
@@ -27,4 +28,8 @@ export interface ServiceContext {
   embed(texts: string[], priority?: 'query' | 'ingest', key?: string): Promise<Float32Array[]>;
   /** Adds `delta` memories to the service's count of what is stored. */
   counted(delta: number): void;
+  /** The service's clock (Unix ms): what expiry is judged by (a test sets its own). */
+  now(): number;
+  /** Whether a stored memory shows on the doors at `nowMs` (it has not expired). */
+  visible(record: MemoryFields, nowMs: number): boolean;
 }

@@ -17,6 +17,11 @@ export interface NewMemory {
   importance?: number;
   source?: string;
   metadata?: Metadata;
+  agentId?: string;
+  runId?: string;
+  /** When it expires (Unix ms), or in how many seconds from now. */
+  expiresAtMs?: number;
+  ttlSeconds?: number;
 }
 
 /** Input of an update (validated at the edge: at least one field). Each field given replaces the stored one. */
@@ -27,6 +32,12 @@ export interface MemoryUpdate {
   tags?: string[];
   importance?: number;
   metadata?: Metadata;
+  /** A scope to move the memory to; null: to none. */
+  agentId?: string | null;
+  runId?: string | null;
+  /** A new expiry (Unix ms; null: never), or in how many seconds from now. */
+  expiresAtMs?: number | null;
+  ttlSeconds?: number;
 }
 
 /** One message of an evaluation-platform Add (validated at the edge). */

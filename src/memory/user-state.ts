@@ -24,6 +24,8 @@ export interface UserState {
   version: number;
   /** Characters of memory text held, for the cache's size estimate. */
   textChars: number;
+  /** How many of the records have an `expires_at`: while none do, a search checks no expiry. */
+  expiring: number;
   /** This user's share of the cache's estimate when last measured (0 outside the cache). */
   cacheBytes: number;
   indexDirty: boolean;
@@ -46,6 +48,7 @@ export function emptyUserState(userId: string, version: number): UserState {
     nextSeq: 0,
     version,
     textChars: 0,
+    expiring: 0,
     cacheBytes: 0,
     indexDirty: false,
     flushTimer: null,
@@ -74,6 +77,7 @@ export function admitUnits(
     if (record.request_id !== undefined) state.requestIds.add(record.request_id);
     state.nextSeq = Math.max(state.nextSeq, record.seq + 1);
     state.textChars += record.text.length;
+    if (record.expires_at !== undefined) state.expiring++;
   }
   const corpusUnits = units.map(({ record, vector }) => corpusUnit(record, vector, strings));
   state.corpus.add(corpusUnits, deferIndex);
@@ -93,6 +97,7 @@ export function dropUnits(state: UserState, removed: ReadonlyArray<{ id: string;
     state.bySeq.delete(record.seq);
     state.corpus.remove(record.seq);
     state.textChars -= record.text.length;
+    if (record.expires_at !== undefined) state.expiring--;
   }
 }
 

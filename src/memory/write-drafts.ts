@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createError } from '../errors.js';
 import type { MemoryFields } from '../domain/memory.js';
 import { splitIntoUnits, type UnitText } from '../ingest/message-units.js';
 import type { UnitDraft } from '../store/memory-store.js';
@@ -41,11 +42,26 @@ export function memoryUnit(input: NewMemory, nowMs: number): UnitText {
 }
 
 /** A MemoryPool add's record (the protocol's defaults for what it leaves out). */
-export function memoryDraft(input: NewMemory, unit: UnitText, vector: Float32Array, model: string): UnitDraft {
+/** The expiry an add or update asks for, as stored (ISO 8601): undefined when it names none, null when it clears it. */
+export function expiryOf(input: { expiresAtMs?: number | null; ttlSeconds?: number }, nowMs: number): string | null | undefined {
+  if (input.ttlSeconds !== undefined && input.expiresAtMs !== undefined) throw createError('INVALID_PARAMETER', 'ttl_seconds: give expires_at or ttl_seconds, not both');
+  if (input.ttlSeconds !== undefined) return new Date(nowMs + input.ttlSeconds * 1000).toISOString();
+  if (input.expiresAtMs === null) return null;
+  return input.expiresAtMs === undefined ? undefined : new Date(input.expiresAtMs).toISOString();
+}
+
+export function memoryDraft(input: NewMemory, unit: UnitText, vector: Float32Array, model: string, nowMs = unit.timeMs): UnitDraft {
   const metadata = input.metadata && Object.keys(input.metadata).length > 0 ? { metadata: input.metadata } : {};
+  // Written only when given, so a memory without scopes is the line it was before they existed.
+  const expires = expiryOf(input, nowMs);
+  const scopes = {
+    ...(input.agentId !== undefined ? { agent_id: input.agentId } : {}),
+    ...(input.runId !== undefined ? { run_id: input.runId } : {}),
+    ...(expires ? { expires_at: expires } : {}),
+  };
   return unitDraft(
     { userId: input.userId, text: unit.text, tags: input.tags ?? [], importance: input.importance ?? 0.5, source: input.source ?? 'cli', createdAt: new Date(unit.timeMs).toISOString() },
-    metadata,
+    { ...metadata, ...scopes },
     vector,
     model,
   );

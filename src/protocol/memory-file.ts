@@ -28,7 +28,7 @@ const isoDate = (field: string) =>
     .refine((value) => !Number.isNaN(Date.parse(value)), { error: `${field} must be a valid date` })
     .transform((value) => new Date(Date.parse(value)).toISOString());
 
-const { text, tags, importance, source, user_id, metadata } = addParamsSchema.shape;
+const { text, tags, importance, source, user_id, metadata, agent_id, run_id } = addParamsSchema.shape;
 
 export const memoryLineSchema = z.object({
   id: idParamsSchema.shape.id,
@@ -39,6 +39,9 @@ export const memoryLineSchema = z.object({
   source,
   created_at: isoDate('created_at').optional(),
   metadata,
+  agent_id,
+  run_id,
+  expires_at: isoDate('expires_at').optional(),
   version: z.number({ error: 'must be an integer' }).int({ error: 'must be an integer' }).min(1).optional(),
   updated_at: isoDate('updated_at').optional(),
   /** The versions the memory replaced, as `memorypool export` writes them. */

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { MAX_MESSAGE_CHARS } from './request-limits.js';
 import type { MemoryFilter } from '../domain/memory.js';
+import { MAX_SCOPE_CHARS } from '../domain/scope.js';
+import { isEmptyWhere, parseWhere } from './where-expression.js';
+import { parseInstant } from './instant.js';
 
 /**
  * The MemoryPool protocol's request shapes, shared by the HTTP routes, /invoke and the CLI's
@@ -66,17 +69,40 @@ const instant = (field: string) =>
     .optional()
     .meta({ description: `${field === 'since' ? 'From' : 'Up to'} this time, included (ISO 8601 or Unix milliseconds), on the memory's time: occurred_at, else created_at` });
 
-function parseInstant(value: number | string): number | null {
-  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
-  if (/^\s*-?\d+\s*$/.test(value)) return Number(value);
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) return null;
-  const ms = Date.parse(value.trim());
-  return Number.isFinite(ms) ? ms : null;
-}
+/** When a memory expires: ISO 8601 or Unix milliseconds, as Unix ms. */
+const expiresAt = z
+  .union([z.number(), z.string()], { error: 'expires_at must be an ISO 8601 date or Unix milliseconds' })
+  .transform((value, ctx) => {
+    const ms = parseInstant(value);
+    if (ms === null) {
+      ctx.addIssue({ code: 'custom', message: 'expires_at must be an ISO 8601 date or Unix milliseconds' });
+      return z.NEVER;
+    }
+    return ms;
+  });
+const ttlSeconds = z
+  .number({ error: 'ttl_seconds must be a positive number of seconds' })
+  .positive({ error: 'ttl_seconds must be a positive number of seconds' })
+  .max(1e11, { error: 'ttl_seconds must be a positive number of seconds' })
+  .optional()
+  .meta({ description: 'Expire this many seconds from now (instead of expires_at)' });
+const oneExpiry = (value: { expires_at?: unknown; ttl_seconds?: unknown }) => value.expires_at === undefined || value.ttl_seconds === undefined;
+const ONE_EXPIRY = { error: 'give expires_at or ttl_seconds, not both', path: ['ttl_seconds'] };
+
+/** A scope beside the user (src/domain/scope.ts): `agent_id` or `run_id`, 1-256 characters. */
+const scopeId = (field: string) =>
+  nonBlank(field).max(MAX_SCOPE_CHARS, { error: `${field} must be at most ${MAX_SCOPE_CHARS} characters` });
 
 /** The fields every door filters with (search, list); `meta.<key>` query parameters join `filter`. */
 const filterFields = {
   tag,
+  agent_id: scopeId('agent_id').optional().meta({ description: 'Only memories of this agent' }),
+  run_id: scopeId('run_id').optional().meta({ description: 'Only memories of this run' }),
+  // Read in toFilter (src/protocol/where-expression.ts), so that its message names the place inside it.
+  where: z.unknown().optional().meta({
+    type: 'object',
+    description: 'A filter expression, ANDed with the other filters: $and, $or, $not; {field: value} or {field: {$eq|$ne|$gt|$gte|$lt|$lte|$in|$nin|$exists|$contains: ...}} on agent_id, run_id, source, tags, importance, created_at, updated_at, occurred_at, expires_at, metadata.<key>',
+  }),
   filter: z
     .record(metadataKey, metadataValue, { error: keyOrObjectError('filter') })
     .optional()
@@ -85,7 +111,7 @@ const filterFields = {
   until: instant('until'),
 };
 
-type FilterInput = { tag?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number } & Record<string, unknown>;
+type FilterInput = { tag?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number; agent_id?: string; run_id?: string; where?: unknown } & Record<string, unknown>;
 
 /** The filter of a search or list, `meta.<key>` parameters included; undefined when nothing is asked. */
 function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | undefined | typeof z.NEVER {
@@ -104,6 +130,16 @@ function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | unde
     return z.NEVER;
   }
   const filter: MemoryFilter = {};
+  if (value.where !== undefined) {
+    const where = parseWhere(value.where);
+    if (!where.ok) {
+      ctx.addIssue({ code: 'custom', path: ['where'], message: where.message, params: { place: where.place } });
+      return z.NEVER;
+    }
+    filter.where = where.node;
+  }
+  if (value.agent_id !== undefined) filter.agentId = value.agent_id;
+  if (value.run_id !== undefined) filter.runId = value.run_id;
   if (value.tag !== undefined) filter.tag = value.tag;
   if (Object.keys(wanted).length > 0) filter.metadata = wanted;
   if (value.since !== undefined) filter.sinceMs = value.since;
@@ -137,8 +173,13 @@ export const addParamsSchema = z.object({
   importance,
   metadata,
   source: nonBlank('source').optional().meta({ description: 'Where it came from' }),
+  agent_id: scopeId('agent_id').optional().meta({ description: 'The agent it belongs to (a scope beside the user)' }),
+  run_id: scopeId('run_id').optional().meta({ description: 'The run (session, task) it belongs to' }),
+  expires_at: expiresAt.optional().meta({ description: 'From then on (ISO 8601 or Unix ms) it is invisible on every door, then deleted for good' }),
+  ttl_seconds: ttlSeconds,
   user_id: userId,
 });
+// No refinement on addParamsSchema (the integrations pick from it, which zod refuses then): an add naming both expiries is refused by the service (write-drafts.ts, expiryOf) with the same message.
 
 /** What an update may change: the fields of an add, each optional, at least one given. */
 const updateFields = {
@@ -146,18 +187,22 @@ const updateFields = {
   tags: tags.meta({ description: 'Replace the tags' }),
   importance,
   metadata: metadata.meta({ description: 'Replace the metadata (same rules as on add; {} clears it)' }),
+  agent_id: scopeId('agent_id').nullable().optional().meta({ description: 'Move it to this agent (null: to none)' }),
+  run_id: scopeId('run_id').nullable().optional().meta({ description: 'Move it to this run (null: to none)' }),
+  expires_at: expiresAt.nullable().optional().meta({ description: 'A new expiry (ISO 8601 or Unix ms); null: never' }),
+  ttl_seconds: ttlSeconds,
   user_id: userId,
 };
-const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata'] as const;
+const UPDATE_FIELDS = ['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id', 'expires_at', 'ttl_seconds'] as const;
 const someUpdate = {
   error: `give at least one of ${UPDATE_FIELDS.join(', ')}`,
 };
 const hasUpdate = (value: Record<string, unknown>) => UPDATE_FIELDS.some((field) => value[field] !== undefined);
 
 /** PATCH /mem/{id}'s body (the id is in the path). */
-export const updateBodySchema = z.object(updateFields).refine(hasUpdate, someUpdate);
+export const updateBodySchema = z.object(updateFields).refine(hasUpdate, someUpdate).refine(oneExpiry, ONE_EXPIRY);
 /** /invoke update, the CLI and MCP update_memory: the id plus the fields. */
-export const updateParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields }).refine(hasUpdate, someUpdate);
+export const updateParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields }).refine(hasUpdate, someUpdate).refine(oneExpiry, ONE_EXPIRY);
 
 export const searchParamsSchema = z
   .object({
@@ -181,9 +226,36 @@ export const searchParamsSchema = z
   });
 
 export const listParamsSchema = z
-  .object({ ...filterFields, limit, user_id: userId })
+  .object({
+    ...filterFields,
+    limit,
+    cursor: z.string({ error: 'cursor must be a string' }).optional().meta({ description: "Continue after the page this came with (a page's next_cursor, or its x-next-cursor header)" }),
+    user_id: userId,
+  })
   .loose()
-  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, user_id: value.user_id ?? DEFAULT_USER }));
+  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, cursor: value.cursor, user_id: value.user_id ?? DEFAULT_USER }));
+
+/** POST /mem/delete: a `where` that says something (the other filters may narrow it), whose user, and whether only to count. */
+export const deleteWhereParamsSchema = z
+  .object({
+    ...filterFields,
+    where: filterFields.where.meta({ type: 'object', description: 'Which memories go: a filter expression as on POST /mem/search (required, not empty)' }),
+    dry_run: z.boolean({ error: 'dry_run must be true or false' }).optional().meta({ description: 'Only count what would be deleted' }),
+    user_id: userId,
+  })
+  .loose()
+  .transform((value, ctx) => {
+    if (value.where === undefined || (typeof value.where === 'object' && value.where !== null && !Array.isArray(value.where) && Object.keys(value.where).length === 0)) {
+      ctx.addIssue({ code: 'custom', path: ['where'], message: value.where === undefined ? 'is required' : 'must hold at least one condition' });
+      return z.NEVER;
+    }
+    const filter = toFilter(value, ctx);
+    if (filter === undefined || (filter.where !== undefined && isEmptyWhere(filter.where))) {
+      ctx.addIssue({ code: 'custom', path: ['where'], message: 'must hold at least one condition' });
+      return z.NEVER;
+    }
+    return { filter, dry_run: value.dry_run ?? false, user_id: value.user_id ?? DEFAULT_USER };
+  });
 
 export const idParamsSchema = z.object({ id: nonBlank('id').meta({ description: "The memory's id" }), user_id: userId });
 

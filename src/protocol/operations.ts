@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import type { ErrorCode } from '../errors.js';
+import type { ListPage } from '../memory/list-pages.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
 import {
   addParamsSchema,
   DEFAULT_USER,
+  deleteWhereParamsSchema,
   getParamsSchema,
   idParamsSchema,
   listParamsSchema,
@@ -16,10 +18,12 @@ import {
 import { addRequestSchema, searchRequestSchema } from './platform.js';
 import {
   addAnswerSchema,
+  deletedCountSchema,
   deletedSchema,
   deletedUserSchema,
   healthSchema,
   historySchema,
+  listPageSchema,
   memorySchema,
   memoryWithHistorySchema,
   poolStatsSchema,
@@ -119,7 +123,7 @@ export const OPERATION_TABLE = {
     client: 'remember',
     action: action(addParamsSchema, (service, input, { checkUser, source }) => {
       const userId = checkedUser(input.user_id, checkUser);
-      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source ?? source });
+      return service.addMemory({ userId, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, source: input.source ?? source, ...scopesOf(input) });
     }),
     mcp: {
       tool: 'remember',
@@ -137,7 +141,7 @@ export const OPERATION_TABLE = {
       'Filters (`tag`, `meta.<key>=<value>` for each metadata key that must match, `since`, `until`) choose the memories ranked: a filtered search ranks among the matching ones only. Each distinct text is answered once (trimmed, white space collapsed, any case): the best-scored copy, the newest on ties, with `duplicates` when others were folded into it.',
     request: {
       query: searchParamsSchema,
-      queryShape: { omit: ['filter'], required: ['q'] },
+      queryShape: { omit: ['filter', 'where'], required: ['q'] },
       examples: {
         question: { q: 'what is the dog called', limit: '3' },
         tagged: { q: 'dog', tag: 'pets', user_id: 'default' },
@@ -161,23 +165,63 @@ export const OPERATION_TABLE = {
     path: '/mem/list',
     tag: 'MemoryPool',
     summary: 'List memories, newest first',
-    description: 'Newest first (an update counts as new). Filters as on /mem/search: `tag`, `meta.<key>=<value>`, `since`, `until`.',
+    description:
+      'Newest first (an update counts as new). Filters as on /mem/search: `tag`, `agent_id`, `run_id`, `meta.<key>=<value>`, `since`, `until`. When more remain, the answer names the next page in a `Link: <...>; rel="next"` header and in `x-next-cursor`; `cursor=` continues.',
     request: {
       query: listParamsSchema,
-      queryShape: { omit: ['filter'] },
+      queryShape: { omit: ['filter', 'where'] },
       examples: { newest: { limit: '5' }, tagged: { tag: 'pets' }, filtered: { 'meta.project': 'styx', since: '1700000000000' } },
     },
     answer: { status: 200, description: 'Memories, newest first', schema: z.array(memorySchema) },
     errors: ['INVALID_PARAMETER'],
     client: 'list',
-    action: action(listParamsSchema, (service, input, { checkUser }) => {
-      checkUser(input.user_id);
-      return service.list({ userId: input.user_id, limit: input.limit, filter: input.filter });
-    }),
+    action: action(listParamsSchema, async (service, input, { checkUser }) => (await listPageOf(service, input, checkUser)).memories),
     mcp: {
       tool: 'list_memories',
       description:
         'List stored memories, newest first (an update counts as new), optionally only those with a tag, matching metadata (filter) or in a time window (since, until). Use it to review what is known; use recall to answer a question.',
+    },
+  },
+  find: {
+    method: 'POST',
+    path: '/mem/search',
+    tag: 'MemoryPool',
+    summary: 'Rank memories for a query, filters in a JSON body',
+    description:
+      'The fields of GET /mem/search as JSON (`filter` for the metadata that must match), plus `where`: a filter expression ANDed with the others. An invalid expression is a 400 naming its place (`where.$or[1].importance: must be a number`).',
+    request: {
+      body: searchParamsSchema,
+      bodyShape: { required: ['query'] },
+      examples: {
+        scoped: { query: 'deploy key', agent_id: 'ops-bot', limit: 5 },
+        expression: { query: 'deploy', where: { $or: [{ 'metadata.project': 'styx' }, { importance: { $gte: 0.8 } }], tags: { $contains: 'ops' } } },
+      },
+    },
+    answer: { status: 200, description: 'Memories, best first, each with its score', schema: z.array(scoredMemorySchema) },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE'],
+    client: 'find',
+  },
+  page: {
+    method: 'POST',
+    path: '/mem/list',
+    tag: 'MemoryPool',
+    summary: 'A page of memories, newest first, and the cursor of the next',
+    description: 'The fields of GET /mem/list as JSON, plus `where` (as on POST /mem/search) and `cursor` (the `next_cursor` of the page before, sent with the same filters).',
+    request: {
+      body: listParamsSchema,
+      examples: { first: { limit: 100, agent_id: 'ops-bot' }, expression: { where: { $not: { tags: { $in: ['draft', 'scratch'] } } }, limit: 50 } },
+    },
+    answer: { status: 200, description: 'A page', schema: listPageSchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE'],
+    client: 'listPage',
+    action: action(listParamsSchema, async (service, input, { checkUser }) => {
+      const page = await listPageOf(service, input, checkUser);
+      return { memories: page.memories, next_cursor: page.nextCursor };
+    }),
+    mcp: {
+      tool: 'list_page',
+      description:
+        'List stored memories a page at a time, newest first, with the filters of list_memories plus where; answers {memories, next_cursor}: pass next_cursor back as cursor (with the same filters) for the next page, until it is null.',
     },
   },
   get: {
@@ -213,7 +257,7 @@ export const OPERATION_TABLE = {
     client: 'update',
     action: action(updateParamsSchema, (service, input, { checkUser }) => {
       const userId = checkedUser(input.user_id, checkUser);
-      return service.updateMemory({ userId, id: input.id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata });
+      return service.updateMemory({ userId, id: input.id, text: input.text, tags: input.tags, importance: input.importance, metadata: input.metadata, ...scopesOf(input) });
     }),
     mcp: {
       tool: 'update_memory',
@@ -252,6 +296,32 @@ export const OPERATION_TABLE = {
       return { deleted: input.id };
     }),
     mcp: { tool: 'forget', description: 'Delete one memory by its id, for good. Use it when the user asks to forget something or a memory is wrong.', shape: { required: ['id'] } },
+  },
+  purge: {
+    method: 'POST',
+    path: '/mem/delete',
+    tag: 'MemoryPool',
+    summary: 'Delete every memory matching a filter, or count them',
+    description:
+      '`where` (required, not empty; as on POST /mem/search) and any of the other filters choose the memories of the user that go, their history with them, in one write. With `dry_run: true` the answer counts them and nothing is deleted.',
+    request: {
+      body: deleteWhereParamsSchema,
+      bodyShape: { required: ['where'] },
+      examples: { project: { where: { 'metadata.project': 'styx' }, dry_run: true }, run: { where: { run_id: 'run-42' }, agent_id: 'ops-bot' } },
+    },
+    answer: { status: 200, description: 'How many were (or would be) deleted', schema: deletedCountSchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE', 'STORAGE_UNAVAILABLE'],
+    client: 'forgetWhere',
+    action: action(deleteWhereParamsSchema, async (service, input, { checkUser }) => {
+      checkUser(input.user_id);
+      return { deleted: await service.deleteMatching(input.user_id, input.filter, input.dry_run), dry_run: input.dry_run };
+    }),
+    mcp: {
+      tool: 'forget_matching',
+      description:
+        'Delete every memory matching a filter ("forget everything about project X"): where (e.g. {"metadata.project": "x"} or {"agent_id": "a"}) plus any of tag, agent_id, run_id, since, until. Set dry_run to see first how many it would delete.',
+      shape: { required: ['where'] },
+    },
   },
   stats: {
     method: 'GET',
@@ -324,6 +394,12 @@ export function searchHits(service: MemoryService, input: z.output<typeof search
   return service.search({ userId: input.user_id, query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true });
 }
 
+/** A page of a MemoryPool list (GET and POST /mem/list, /invoke list and page, MCP): filtered as asked, from the cursor on. */
+export function listPageOf(service: MemoryService, input: z.output<typeof listParamsSchema>, checkUser: UserCheck): Promise<ListPage> {
+  checkUser(input.user_id);
+  return service.listPage({ userId: input.user_id, limit: input.limit, filter: input.filter, cursor: input.cursor });
+}
+
 /** A search hit as the MemoryPool doors answer it: the memory, its score, its folded duplicates and its explanation when asked for. */
 export function scoredMemory(hit: SearchHit): ScoredMemory & { explanation?: ScoreExplanation } {
   return {
@@ -332,6 +408,11 @@ export function scoredMemory(hit: SearchHit): ScoredMemory & { explanation?: Sco
     ...(hit.duplicates !== undefined ? { duplicates: hit.duplicates } : {}),
     ...(hit.explanation ? { explanation: hit.explanation } : {}),
   };
+}
+
+/** An add's or update's scopes and expiry as the service takes them (null, on an update: remove it). */
+export function scopesOf<T extends string | null, E extends number | null>(input: { agent_id?: T; run_id?: T; expires_at?: E; ttl_seconds?: number }): { agentId?: T; runId?: T; expiresAtMs?: E; ttlSeconds?: number } {
+  return { agentId: input.agent_id, runId: input.run_id, expiresAtMs: input.expires_at, ttlSeconds: input.ttl_seconds };
 }
 
 /** The user a call names (the default one when none), once the caller's scope allows it. */

@@ -24,6 +24,9 @@ export const memorySchema = z
     version: z.number().int().min(1).meta({ description: '1 when created, +1 per update' }),
     updated_at: isoTime.meta({ description: 'When the current version was written (created_at until the first update)' }),
     metadata: metadataSchema,
+    agent_id: z.string().optional().meta({ description: 'The agent it belongs to (absent: none)' }),
+    run_id: z.string().optional().meta({ description: 'The run it belongs to (absent: none)' }),
+    expires_at: isoTime.optional().meta({ description: 'When it expires (absent: never)' }),
     session_id: z.string().optional().meta({ description: 'Set on memories written through POST /add' }),
     role: z.string().optional(),
     occurred_at: isoTime.optional().meta({ description: "The message's own time" }),
@@ -47,6 +50,17 @@ export const scoredMemorySchema = memorySchema
     explanation: explanationSchema.optional(),
   })
   .strict();
+
+/** POST /mem/list and /invoke page: a page of the list and what continues it. */
+export const listPageSchema = z
+  .object({
+    memories: z.array(memorySchema).meta({ description: 'Newest first' }),
+    next_cursor: z.string().nullable().meta({ description: 'Send it back as cursor (with the same filters) for the next page; null: this was the last' }),
+  })
+  .strict();
+
+/** POST /mem/delete: how many went (or, with dry_run, would go). */
+export const deletedCountSchema = z.object({ deleted: z.number().int().min(0), dry_run: z.boolean() }).strict();
 
 export const historySchema = z.object({ id: z.string(), versions: z.array(memoryVersionSchema).meta({ description: 'Oldest first, the current version last' }) });
 export const memoryWithHistorySchema = memorySchema.extend({ versions: z.array(memoryVersionSchema) }).strict();

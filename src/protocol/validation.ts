@@ -52,7 +52,9 @@ export function parseOr400<T>(schema: z.ZodType<T>, input: unknown): T {
   const result = schema.safeParse(input, { reportInput: true });
   if (result.success) return (refuseLoneSurrogates(input), result.data);
   const issue = result.error.issues[0];
-  const field = issue.path.length > 0 ? issue.path.join('.') : 'body';
+  // A rule that knows the place better than zod's path names it (a `where` expression: `where.$or[1].importance`).
+  const place = issue.code === 'custom' ? (issue.params?.place as string | undefined) : undefined;
+  const field = place ?? (issue.path.length > 0 ? issue.path.join('.') : 'body');
   const message = issue.code === 'invalid_type' && issue.input === undefined ? 'is required' : issue.message;
   throw createError('INVALID_PARAMETER', `${field}: ${message}`);
 }

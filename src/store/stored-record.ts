@@ -26,6 +26,11 @@ export interface RecordPatch {
   tags?: string[];
   importance?: number;
   metadata?: Metadata;
+  /** A new scope; null removes it. */
+  agentId?: string | null;
+  runId?: string | null;
+  /** A new expiry (ISO 8601); null removes it. */
+  expiresAt?: string | null;
   updatedAt: string;
   vector?: Float32Array;
   model?: string;
@@ -40,6 +45,9 @@ export function versionOf(record: StoredRecord): MemoryVersion {
     importance: record.importance,
     metadata: record.metadata ?? {},
     updated_at: record.updated_at ?? record.created_at,
+    ...(record.agent_id !== undefined ? { agent_id: record.agent_id } : {}),
+    ...(record.run_id !== undefined ? { run_id: record.run_id } : {}),
+    ...(record.expires_at !== undefined ? { expires_at: record.expires_at } : {}),
   };
 }
 
@@ -62,6 +70,12 @@ export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: num
   };
   if (metadata !== undefined && Object.keys(metadata).length > 0) next.metadata = metadata;
   else delete next.metadata;
+  if (patch.agentId === null) delete next.agent_id;
+  else if (patch.agentId !== undefined) next.agent_id = patch.agentId;
+  if (patch.runId === null) delete next.run_id;
+  else if (patch.runId !== undefined) next.run_id = patch.runId;
+  if (patch.expiresAt === null) delete next.expires_at;
+  else if (patch.expiresAt !== undefined) next.expires_at = patch.expiresAt;
   return next;
 }
 

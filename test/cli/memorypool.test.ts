@@ -103,4 +103,22 @@ describe('memorypool CLI', () => {
     expect((await run(dataDir, ['--json', 'list', '--user', 'alice'])).json).toEqual([]);
     expect((await run(dataDir, ['--json', 'list', '--user', 'bob'])).json).toHaveLength(1);
   });
+  it('sets scopes with --agent and --run, filters with them and --where, and streams every page with list --all', async () => {
+    const dataDir = await tempDir();
+    const planner = await run(dataDir, ['--json', 'add', 'Book the venue', '--agent', 'planner', '--run', 'r1', '--importance', '0.9']);
+    expect(planner.json).toMatchObject({ agent_id: 'planner', run_id: 'r1' });
+    for (let i = 0; i < 4; i++) await run(dataDir, ['add', `note ${i}`, '--agent', 'scribe']);
+    expect((await run(dataDir, ['--json', 'list', '--agent', 'planner'])).json.map((m: { id: string }) => m.id)).toEqual([planner.json.id]);
+    const where = await run(dataDir, ['--json', 'search', 'venue', '--where', '{"$or": [{"run_id": "r1"}, {"importance": {"$gt": 0.95}}]}']);
+    expect(where.json.map((m: { id: string }) => m.id)).toEqual([planner.json.id]);
+    const bad = await run(dataDir, ['--json', 'list', '--where', '{"$or": [{"run_id": 1}]}']);
+    expect([bad.code, bad.json.error]).toEqual([2, 'where.$or[0].run_id: must be a string']);
+    const all = await run(dataDir, ['list', '--all', '--limit', '2']);
+    expect(all.code).toBe(0);
+    const lines = all.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(lines.map((m: { text: string }) => m.text)).toEqual(['note 3', 'note 2', 'note 1', 'note 0', 'Book the venue']);
+    const page = await run(dataDir, ['--json', 'list', '--agent', 'scribe', '--limit', '3', '--cursor', (await run(dataDir, ['--json', 'invoke'], JSON.stringify({ params: { action: 'page', agent_id: 'scribe', limit: 1 } }))).json.next_cursor]);
+    expect(page.json.memories.map((m: { text: string }) => m.text)).toEqual(['note 2', 'note 1', 'note 0']);
+    expect(page.json.next_cursor).toBeNull();
+  });
 });

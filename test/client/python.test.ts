@@ -43,6 +43,8 @@ describe('the Python client (clients/python)', () => {
       deletedUser: answers.deletedUserSchema,
       addAnswer: answers.addAnswerSchema,
       searchAnswer: answers.searchAnswerSchema,
+      listPage: answers.listPageSchema,
+      deletedCount: answers.deletedCountSchema,
     };
     await writeFile(schemasFile, JSON.stringify(Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema)]))));
     const pythonRoot = path.join(projectRoot, 'clients/python');

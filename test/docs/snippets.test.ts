@@ -37,7 +37,7 @@ function jsonValues(text: string): any[] {
 }
 
 /** The snippets this file runs, by name. */
-const RUN = ['quick-start', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk'];
+const RUN = ['quick-start', 'where-curl', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk'];
 /** Languages whose blocks are programs a reader runs as they are (the rest: layouts, configuration, shell steps that need a host). */
 const RUNNABLE = new Set(['js', 'javascript', 'ts', 'typescript', 'python', 'py']);
 
@@ -98,6 +98,15 @@ describe('the code blocks of the README and docs/', () => {
     expect(added).toEqual({ success: true, request_id: 'r1', user_id: 'conv-1', session_id: 's1' });
     expect(searched.data[0]).toMatchObject({ content: '[2023-05-08 13:56] Caroline: I went to a support group yesterday.', created_at: '2023-05-08T13:56:00.000Z' });
     expect(answers).toHaveLength(5);
+  });
+
+  it('filter expressions (curl)', async () => {
+    const server = await serve();
+    const script = (await snippet('where-curl')).replaceAll('localhost:8751', server.url.replace('http://', ''));
+    const [stored, found, refused] = jsonValues((await run('bash', ['-e', '-c', script], await tempDir(), {})).join('\n'));
+    expect(stored).toMatchObject({ agent_id: 'ops-bot', metadata: { project: 'styx' } });
+    expect(found.map((hit: { id: string }) => hit.id)).toEqual([stored.id]);
+    expect(refused.error).toBe('where.$or[1].importance: must be a number');
   });
 
   it('TypeScript client', async () => {

@@ -17,8 +17,8 @@ import { register, tempDir } from '../support/helper.js';
  * client has a method that is no operation (besides the /invoke door and their own plumbing).
  */
 
-/** Besides the operations: the /invoke envelope, and each client's own plumbing. */
-const DOORS = ['invoke'];
+/** Besides the operations: the /invoke envelope, the walk over every page (listAll), and each client's own plumbing. */
+const DOORS = ['invoke', 'listAll'];
 
 /** The value given for each path parameter, so the path a client built can be compared with the declared one. */
 const PARAM = 'p-1';
@@ -44,7 +44,7 @@ describe('the operation table', () => {
     expect(new Set(tools).size).toBe(tools.length);
     // An MCP tool runs its operation's action: a tool without one would have nothing to run.
     expect(OPERATION_LIST.filter((operation) => operation.mcp && !operation.action)).toEqual([]);
-    expect(INVOKE_ACTIONS).toEqual(['add', 'search', 'list', 'get', 'update', 'history', 'delete', 'stats']);
+    expect(INVOKE_ACTIONS).toEqual(['add', 'search', 'list', 'page', 'get', 'update', 'history', 'delete', 'purge', 'stats']);
   });
 });
 
@@ -115,7 +115,7 @@ describe('the Python client (clients/python)', () => {
       expect(calls[snakeCase(operation.client)], operation.name).toEqual({ method: operation.method, path: concretePath(operation.path) });
     }
     // with_options makes a client rather than calling the server.
-    const expected = [...OPERATION_LIST.map((operation) => snakeCase(operation.client)), ...DOORS, 'with_options'];
+    const expected = [...OPERATION_LIST.map((operation) => snakeCase(operation.client)), ...DOORS.map(snakeCase), 'with_options'];
     expect(Object.keys(calls).sort()).toEqual(expected.sort());
   });
 });

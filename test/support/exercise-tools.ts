@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 
-export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'get_memory', 'update_memory', 'forget', 'memory_stats'];
+export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'memory_stats'];
 
 /** The JSON a tool answered with (its one text block); fails the test on a tool error. */
 export async function callJson(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
@@ -27,7 +27,7 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   }
   const recall = tools.find((tool) => tool.name === 'recall')!;
   expect(recall.inputSchema.required).toEqual(['query']);
-  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'filter', 'since', 'until', 'limit', 'explain', 'user_id']);
+  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'limit', 'explain', 'user_id']);
   expect(tools.find((tool) => tool.name === 'update_memory')!.inputSchema.required).toEqual(['id']);
 
   const dog = await callJson(client, 'remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });
@@ -58,6 +58,20 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   expect((await callJson(client, 'recall', { query: 'library', user_id: 'caroline', limit: 1 }))[0].id).toBe(job.id);
   expect(await callJson(client, 'forget', { id: job.id, user_id: 'caroline' })).toEqual({ deleted: job.id });
 
+  // Scopes, a where expression and pages.
+  const scoped = await callJson(client, 'remember', { text: 'Caroline prefers morning calls', agent_id: 'scheduler', run_id: 'week-1', user_id: 'caroline' });
+  expect(scoped).toMatchObject({ agent_id: 'scheduler', run_id: 'week-1' });
+  expect((await callJson(client, 'recall', { query: 'calls', where: { $or: [{ agent_id: 'scheduler' }, { importance: { $gt: 0.9 } }] }, user_id: 'caroline' })).map((hit: { id: string }) => hit.id)).toEqual([scoped.id]);
+  expect(await callError(client, 'recall', { query: 'calls', where: { $or: [{ agent_id: 1 }] }, user_id: 'caroline' })).toBe('where.$or[0].agent_id: must be a string');
+  const page = await callJson(client, 'list_page', { limit: 1, user_id: 'caroline' });
+  expect(page.memories.map((memory: { id: string }) => memory.id)).toEqual([scoped.id]);
+  const rest = await callJson(client, 'list_page', { limit: 5, cursor: page.next_cursor, user_id: 'caroline' });
+  expect(rest.next_cursor).toBeNull();
+  expect(rest.memories.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
+  expect(await callJson(client, 'forget_matching', { where: { agent_id: 'scheduler' }, dry_run: true, user_id: 'caroline' })).toEqual({ deleted: 1, dry_run: true });
+  expect(await callError(client, 'forget_matching', { where: {}, user_id: 'caroline' })).toBe('where: must hold at least one condition');
+  expect(await callJson(client, 'forget_matching', { where: { agent_id: 'scheduler' }, user_id: 'caroline' })).toEqual({ deleted: 1, dry_run: false });
+
   const listed = await callJson(client, 'list_memories', { user_id: 'caroline' });
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
   expect(await callJson(client, 'get_memory', { id: dog.id, user_id: 'caroline' })).toEqual(dog);
@@ -73,7 +87,7 @@ export async function exerciseBadArguments(client: Client): Promise<void> {
   expect(await callError(client, 'recall', { query: '  ' })).toBe('query: must be a non-empty string');
   expect(await callError(client, 'recall', { query: 'x', limit: 0 })).toBe('limit: limit must be a positive integer');
   expect(await callError(client, 'forget', {})).toBe('id: is required');
-  expect(await callError(client, 'update_memory', { id: 'x' })).toBe('body: give at least one of text, tags, importance, metadata');
+  expect(await callError(client, 'update_memory', { id: 'x' })).toBe('body: give at least one of text, tags, importance, metadata, agent_id, run_id, expires_at, ttl_seconds');
   expect(await callError(client, 'update_memory', { id: 'missing', text: 'x' })).toBe('No memory with id "missing"');
   expect(await callError(client, 'remember', { text: 'x', metadata: { bad: null } })).toBe('metadata.bad: metadata values must be strings (at most 1000 characters), finite numbers or booleans');
   expect(await callError(client, 'recall', { query: 'x', since: 'last week' })).toBe('since: since must be an ISO 8601 date or Unix milliseconds');

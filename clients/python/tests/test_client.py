@@ -32,6 +32,23 @@ class AgainstRealServer(unittest.TestCase):
         self.assertEqual(len(client.list(user_id="caroline", limit=1)), 1)
         self.assertEqual(client.get(dog["id"], user_id="caroline"), dog)
 
+        # Scopes, a where expression and pages (issue 27).
+        planner = client.remember("Caroline books the venue", agent_id="planner", run_id="r1", user_id="caroline")
+        self.assertEqual((planner["agent_id"], planner["run_id"]), ("planner", "r1"))
+        self.assertEqual([m["id"] for m in client.list(agent_id="planner", user_id="caroline")], [planner["id"]])
+        self.assertEqual(client.list(agent_id="nobody", user_id="caroline"), [])
+        self.assertEqual([h["id"] for h in client.find("venue", where={"$or": [{"agent_id": "planner"}, {"importance": {"$gt": 0.9}}]}, user_id="caroline")], [planner["id"]])
+        with self.assertRaises(BadRequestError) as bad_where:
+            client.find("venue", where={"$or": [{"importance": "high"}]}, user_id="caroline")
+        self.assertEqual(bad_where.exception.reason, "where.$or[0].importance: must be a number")
+        self.assertEqual(client.update(planner["id"], agent_id="coordinator", user_id="caroline")["agent_id"], "coordinator")
+        first = client.list_page(limit=2, user_id="caroline")
+        self.assertEqual([m["id"] for m in first["memories"]], [planner["id"], job["id"]])
+        self.assertEqual(client.list_page(limit=2, cursor=first["next_cursor"], user_id="caroline"), {"memories": [dog], "next_cursor": None})
+        self.assertEqual([m["id"] for m in client.list_all(limit=1, user_id="caroline")], [planner["id"], job["id"], dog["id"]])
+        self.assertEqual(client.forget_where({"agent_id": "coordinator"}, dry_run=True, user_id="caroline"), {"deleted": 1, "dry_run": True})
+        self.assertEqual(client.forget_where({"agent_id": "coordinator"}, user_id="caroline"), {"deleted": 1, "dry_run": False})
+
         self.assertEqual(client.forget(job["id"], user_id="caroline"), {"deleted": job["id"]})
         with self.assertRaises(NotFoundError) as missing:
             client.get(job["id"], user_id="caroline")

@@ -22,6 +22,8 @@ PAIRS = {
     "deletedUser": _types.DeletedUser,
     "addAnswer": _types.AddAnswer,
     "searchAnswer": _types.SearchAnswer,
+    "listPage": _types.ListPage,
+    "deletedCount": _types.DeletedCount,
 }
 
 

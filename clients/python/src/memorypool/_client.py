@@ -21,14 +21,16 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union, cast
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union, cast
 
 from ._errors import APIConnectionError, APITimeoutError, MemoryPoolError, error_from_answer
 from ._types import (
     AddAnswer,
     Deleted,
+    DeletedCount,
     DeletedUser,
     Health,
+    ListPage,
     Memory,
     MemoryHistory,
     Message,
@@ -121,9 +123,11 @@ class MemoryPoolClient:
         importance: Optional[float] = None,
         source: Optional[str] = None,
         metadata: Optional[Metadata] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
-        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "source": source, "metadata": metadata, "user_id": user_id})
+        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "source": source, "metadata": metadata, "agent_id": agent_id, "run_id": run_id, "user_id": user_id})
         return cast(Memory, self._call(_Call("POST", "/mem", body=body, idempotent=False)))
 
     def recall(
@@ -136,10 +140,12 @@ class MemoryPoolClient:
         filter: Optional[Mapping[str, FilterValue]] = None,
         since: Optional[Union[str, int]] = None,
         until: Optional[Union[str, int]] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
         user_id: Optional[str] = None,
     ) -> List[ScoredMemory]:
         """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds."""
-        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, user_id=user_id)
+        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=user_id)
         return cast(List[ScoredMemory], self._call(_Call("GET", "/mem/search", query=query_string)))
 
     def list(
@@ -150,11 +156,38 @@ class MemoryPoolClient:
         filter: Optional[Mapping[str, FilterValue]] = None,
         since: Optional[Union[str, int]] = None,
         until: Optional[Union[str, int]] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
         user_id: Optional[str] = None,
     ) -> List[Memory]:
         """Newest first."""
-        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, user_id=user_id)
+        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=user_id)
         return cast(List[Memory], self._call(_Call("GET", "/mem/list", query=query_string)))
+
+    def find(self, query: str, *, where: Optional[Mapping[str, Any]] = None, **fields: Any) -> List[ScoredMemory]:
+        """recall with a JSON body (POST /mem/search): recall's keywords plus `where`, a filter expression."""
+        body = _drop_none({"query": query, "where": None if where is None else dict(where), **fields})
+        return cast(List[ScoredMemory], self._call(_Call("POST", "/mem/search", body=body)))
+
+    def list_page(self, *, where: Optional[Mapping[str, Any]] = None, cursor: Optional[str] = None, **fields: Any) -> ListPage:
+        """A page of the list (POST /mem/list): list's keywords plus `where` and the `cursor` of the page before."""
+        body = _drop_none({"where": None if where is None else dict(where), "cursor": cursor, **fields})
+        return cast(ListPage, self._call(_Call("POST", "/mem/list", body=body)))
+
+    def forget_where(self, where: Mapping[str, Any], *, dry_run: Optional[bool] = None, **fields: Any) -> DeletedCount:
+        """Deletes every memory matching `where` and the other filters (POST /mem/delete); with dry_run=True only counts them."""
+        body = _drop_none({"where": dict(where), "dry_run": dry_run, **fields})
+        return cast(DeletedCount, self._call(_Call("POST", "/mem/delete", body=body)))
+
+    def list_all(self, *, limit: int = 1000, **fields: Any) -> Iterator[Memory]:
+        """Every memory that matches, newest first, fetched a page (of `limit`) at a time as the loop reads on."""
+        cursor: Optional[str] = None
+        while True:
+            page = self.list_page(limit=limit, cursor=cursor, **fields)
+            yield from page["memories"]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return
 
     def get(self, id: str, *, user_id: Optional[str] = None) -> Memory:
         return cast(Memory, self._call(_Call("GET", _memory_path(id), query={"user_id": user_id})))
@@ -167,10 +200,12 @@ class MemoryPoolClient:
         tags: Optional[Sequence[str]] = None,
         importance: Optional[float] = None,
         metadata: Optional[Metadata] = None,
+        agent_id: Optional[str] = None,
+        run_id: Optional[str] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
         """Changes any of the fields (at least one); a repeat sets the same values."""
-        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata})
+        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata, "agent_id": agent_id, "run_id": run_id})
         return cast(Memory, self._call(_Call("PATCH", _memory_path(id), query={"user_id": user_id}, body=body)))
 
     def history(self, id: str, *, user_id: Optional[str] = None) -> MemoryHistory:

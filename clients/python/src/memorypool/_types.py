@@ -12,9 +12,11 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 __all__ = [
     "AddAnswer",
     "Deleted",
+    "DeletedCount",
     "DeletedUser",
     "Explanation",
     "Health",
+    "ListPage",
     "Memory",
     "MemoryHistory",
     "MemoryVersion",
@@ -59,6 +61,9 @@ class _Memory(TypedDict):
 
 
 class Memory(_Memory, total=False):
+    agent_id: str
+    run_id: str
+    expires_at: str
     session_id: str
     role: str
     occurred_at: str
@@ -139,10 +144,22 @@ class _MemoryVersion(TypedDict):
     updated_at: str
 
 
-class MemoryVersion(_MemoryVersion):
-    pass
+class MemoryVersion(_MemoryVersion, total=False):
+    agent_id: str
+    run_id: str
+    expires_at: str
 
 
 class MemoryHistory(TypedDict):
     id: str
     versions: List[MemoryVersion]
+
+
+class ListPage(TypedDict):
+    memories: List[Memory]
+    next_cursor: Optional[str]
+
+
+class DeletedCount(TypedDict):
+    deleted: int
+    dry_run: bool

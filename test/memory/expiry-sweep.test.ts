@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import type { MemoryService } from '../../src/memory/memory-service.js';
+import { TWO_SERVICES } from '../support/two-services.js';
+
+/** A clock the test moves: expiry is judged by it, on every service that shares it. */
+function testClock(start = Date.parse('2026-03-01T12:00:00Z')): { now: () => number; advance: (ms: number) => void } {
+  let now = start;
+  return { now: () => now, advance: (ms) => (now += ms) };
+}
+
+describe.each(TWO_SERVICES)('expiry (%s)', (_name, open) => {
+  it('hides a memory on every read of every service from its instant on, before any sweep; the sweep then deletes it with its history', async () => {
+    const clock = testClock();
+    const [a, b] = await open({ clock: clock.now });
+    const brief = await a.addMemory({ userId: 'u', text: 'the door code is 4711', ttlSeconds: 60 });
+    const lasting = await a.addMemory({ userId: 'u', text: 'the door is painted blue' });
+    expect(brief.expires_at).toBe('2026-03-01T12:01:00.000Z');
+    await b.updateMemory({ userId: 'u', id: brief.id, text: 'the door code is 4712' });
+    const hits = async (service: MemoryService) => (await service.search({ userId: 'u', query: 'door code', limit: 5 })).map((hit) => hit.memory.id);
+    expect(await hits(b)).toContain(brief.id);
+
+    clock.advance(60_000);
+    for (const service of [a, b]) {
+      expect(await hits(service)).toEqual([lasting.id]);
+      expect((await service.list({ userId: 'u', limit: 10 })).map((memory) => memory.id)).toEqual([lasting.id]);
+      expect((await service.listPage({ userId: 'u', limit: 10, filter: { where: { field: 'expires_at', op: 'exists', value: true } } })).memories).toEqual([]);
+      await expect(service.get('u', brief.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(service.history('u', brief.id)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      await expect(service.updateMemory({ userId: 'u', id: brief.id, text: 'again' })).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      expect((await service.exportRecords('u')).map((record) => record.id)).toEqual([lasting.id]);
+    }
+    // Still stored until the sweep.
+    expect((await a.store.load('u')).units.map((unit) => unit.record.id).sort()).toEqual([brief.id, lasting.id].sort());
+    expect(await b.sweepExpired()).toBe(1);
+    expect(await a.sweepExpired()).toBe(0);
+    expect((await a.store.load('u')).units.map((unit) => unit.record.id)).toEqual([lasting.id]);
+    expect(await a.store.history('u', brief.id)).toEqual([]);
+    expect(await a.memoryCount()).toBe(1);
+  });
+
+  it('sets, moves and clears an expiry by update; a cleared one never expires', async () => {
+    const clock = testClock();
+    const [a, b] = await open({ clock: clock.now });
+    const memory = await a.addMemory({ userId: 'u', text: 'on call this week', expiresAtMs: clock.now() + 1_000 });
+    const moved = await b.updateMemory({ userId: 'u', id: memory.id, expiresAtMs: clock.now() + 10_000 });
+    expect(moved.expires_at).toBe(new Date(clock.now() + 10_000).toISOString());
+    clock.advance(5_000);
+    expect((await a.get('u', memory.id)).id).toBe(memory.id);
+    const cleared = await a.updateMemory({ userId: 'u', id: memory.id, expiresAtMs: null });
+    expect(cleared).not.toHaveProperty('expires_at');
+    clock.advance(86_400_000);
+    expect((await b.get('u', memory.id)).version).toBe(3);
+    expect(await b.sweepExpired()).toBe(0);
+    expect((await b.history('u', memory.id)).versions.map((version) => version.expires_at ?? null)).toEqual([
+      new Date(Date.parse('2026-03-01T12:00:00Z') + 1_000).toISOString(),
+      new Date(Date.parse('2026-03-01T12:00:00Z') + 10_000).toISOString(),
+      null,
+    ]);
+  });
+});
