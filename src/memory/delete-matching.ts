@@ -1,4 +1,5 @@
 import type { MemoryFilter } from '../domain/memory.js';
+import { removeChosen } from './memory-edits.js';
 import { matchesFilter } from './memory-records.js';
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
@@ -12,19 +13,7 @@ export async function deleteMatching(service: ServiceContext, userId: string, fi
   const state = await service.existingUser(userId);
   if (!state) return 0;
   if (dryRun) return matching(service, state, filter).length;
-  return service.underLock(
-    userId,
-    async (current) => {
-      // Chosen under the lock from the user as it stands, so a memory written meanwhile by this process is judged too.
-      const ids = matching(service, current, filter);
-      if (ids.length === 0) return 0;
-      const result = await service.store.remove(userId, ids);
-      service.cache.applyRemove(current, result);
-      service.counted(-result.removed.length);
-      return result.removed.length;
-    },
-    { attachIndex: false },
-  );
+  return removeChosen(service, userId, (current) => matching(service, current, filter));
 }
 
 function matching(service: ServiceContext, state: UserState, filter: MemoryFilter): string[] {

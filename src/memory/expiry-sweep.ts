@@ -1,3 +1,4 @@
+import { removeChosen } from './memory-edits.js';
 import type { ServiceContext } from './service-context.js';
 
 /**
@@ -12,19 +13,7 @@ export async function sweepExpired(service: ServiceContext): Promise<number> {
     if (!state || state.expiring === 0) continue;
     const nowMs = service.now();
     if (![...state.records.values()].some((record) => !service.visible(record, nowMs))) continue;
-    await service.underLock(
-      userId,
-      async (current) => {
-        // Chosen under the lock, from the user as it stands now: an expiry moved meanwhile by this process is seen.
-        const ids = [...current.records.values()].filter((record) => !service.visible(record, nowMs)).map((record) => record.id);
-        if (ids.length === 0) return;
-        const result = await service.store.remove(userId, ids);
-        service.cache.applyRemove(current, result);
-        service.counted(-result.removed.length);
-        swept += result.removed.length;
-      },
-      { attachIndex: false },
-    );
+    swept += await removeChosen(service, userId, (current) => [...current.records.values()].filter((record) => !service.visible(record, nowMs)).map((record) => record.id));
   }
   return swept;
 }

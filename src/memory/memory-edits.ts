@@ -4,6 +4,7 @@ import { notFound } from './memory-reads.js';
 import { publicMemory, unitText } from './memory-records.js';
 import { APPEND, type ServiceContext } from './service-context.js';
 import type { MemoryUpdate, NewMemory } from './types.js';
+import type { UserState } from './user-state.js';
 import { expiryOf, memoryDraft, memoryUnit } from './write-drafts.js';
 
 /**
@@ -70,6 +71,26 @@ export async function deleteMemory(service: ServiceContext, userId: string, id: 
     service.counted(-1);
     service.cache.applyRemove(current, result);
   });
+}
+
+/**
+ * Deletes the memories `choose` picks, in one store write under the user's lock. They are chosen
+ * there, from the user as it stands now, so a memory written meanwhile by this process is judged
+ * too. Returns how many went.
+ */
+export async function removeChosen(service: ServiceContext, userId: string, choose: (state: UserState) => string[]): Promise<number> {
+  return service.underLock(
+    userId,
+    async (current) => {
+      const ids = choose(current);
+      if (ids.length === 0) return 0;
+      const result = await service.store.remove(userId, ids);
+      service.cache.applyRemove(current, result);
+      service.counted(-result.removed.length);
+      return result.removed.length;
+    },
+    { attachIndex: false },
+  );
 }
 
 /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
