@@ -8,18 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { MODEL_PRECISIONS, OnnxEmbedder, type ModelPrecision } from '../src/embedding/onnx-embedder.js';
-
-const SUBJECTS = ['My brother', 'The new manager', 'Alice', 'Our neighbour', 'The kids', 'I', 'We', 'My grandmother'];
-const VERBS = ['really enjoys', 'hates', 'is planning', 'just started', 'keeps forgetting about', 'talked about'];
-const OBJECTS = ['running marathons', 'the trip to Japan', 'baking sourdough bread', 'learning Spanish', 'the quarterly report', 'a new job offer'];
-
-function sentence(i: number): string {
-  return `${SUBJECTS[i % SUBJECTS.length]} ${VERBS[(i * 7) % VERBS.length]} ${OBJECTS[(i * 13) % OBJECTS.length]} (${i}).`;
-}
-
-function paragraph(i: number): string {
-  return Array.from({ length: 4 }, (_, k) => sentence(i * 4 + k)).join(' ');
-}
+import { paragraph, sentence } from './encoder-texts.js';
 
 /**
  * Best of `runs` runs, as wall-clock texts/s and CPU ms per text of this process (every ORT

@@ -59,7 +59,6 @@ export function buildUseLiteGraph(w: TfjsWeights): { model: GraphBuilder; info: 
   const attentionMask = g.input('attention_mask', INT64, ['batch_size', 'sequence_length']);
 
   const eps = w.floatScalar(`${APPLY}/TransformerStack/Layer_1/TransformerLayer/FFN/layer_prepostprocess/layer_norm/Cast/x`);
-  const epsT = g.floatConst('ln_eps', eps);
   const one = g.floatConst('one', 1);
 
   // mask [B,S] as float; mask3 [B,S,1] multiplies per-token vectors.
@@ -100,7 +99,7 @@ export function buildUseLiteGraph(w: TfjsWeights): { model: GraphBuilder; info: 
     { index: 0, dIn: 256, dOut: 512, ffn: 1536 },
     { index: 1, dIn: 512, dOut: 512, ffn: 1536 },
   ];
-  for (const spec of layers) h = transformerLayer(g, w, spec, h, attnBias, epsT, info.heads);
+  for (const spec of layers) h = transformerLayer(g, w, spec, h, attnBias, eps, info.heads);
 
   // Masked mean over valid tokens; max(count, 1) as in TF, so an all-padding row cannot divide by 0.
   // The sum over tokens is a running sum (CumSum) read at the last position, not a ReduceSum:
@@ -139,21 +138,22 @@ export function buildUseLiteGraph(w: TfjsWeights): { model: GraphBuilder; info: 
   return { model: g, info };
 }
 
-function layerNorm(g: GraphBuilder, x: string, scale: string, bias: string, eps: string, hint: string): string {
-  const mean = g.op('ReduceMean', [x], { axes: [-1], keepdims: 1 }, `${hint}_mean`);
-  const centred = g.op('Sub', [x, mean], {}, `${hint}_centred`);
-  const variance = g.op('ReduceMean', [g.op('Mul', [centred, centred])], { axes: [-1], keepdims: 1 }, `${hint}_var`);
-  // Pow(·, 0.5), not Sqrt: onnxruntime's vectorised Sqrt approximates (rsqrt and a Newton step)
-  // where its scalar tail does not, so a row's std depended on where the row fell in the batch.
-  const std = g.op('Pow', [g.op('Add', [variance, eps]), g.floatConst(`${hint}_half`, 0.5)], {}, `${hint}_std`);
-  return g.op('Add', [g.op('Mul', [g.op('Div', [centred, std]), scale]), bias], {}, hint);
+/**
+ * One LayerNormalization node (onnxruntime's kernel, which it registers for opsets below 17 too)
+ * rather than its nine primitive ops: a third of the encoder's kernels and several passes over
+ * every token's vector fewer. The kernel normalises each row on its own (mean, variance and a
+ * scalar square root per row), so a row's result does not depend on the rest of its batch, as the
+ * primitive form's did with a vectorised Sqrt.
+ */
+function layerNorm(g: GraphBuilder, x: string, scale: string, bias: string, eps: number, hint: string): string {
+  return g.op('LayerNormalization', [x, scale, bias], { axis: -1, epsilon: { float: eps } }, hint);
 }
 
 function dense(g: GraphBuilder, x: string, kernel: string, bias: string, hint: string): string {
   return g.op('Add', [g.op('MatMul', [x, kernel], {}, `${hint}_mm`), bias], {}, hint);
 }
 
-function transformerLayer(g: GraphBuilder, w: TfjsWeights, spec: LayerSpec, x: string, attnBias: string, eps: string, heads: number): string {
+function transformerLayer(g: GraphBuilder, w: TfjsWeights, spec: LayerSpec, x: string, attnBias: string, eps: number, heads: number): string {
   const { index: i, dIn, dOut, ffn } = spec;
   const L = `${APPLY}/Layer_${i}/TransformerLayer`;
   const S = `${APPLY}/TransformerStack/Layer_${i}/TransformerLayer`;
@@ -174,14 +174,20 @@ function transformerLayer(g: GraphBuilder, w: TfjsWeights, spec: LayerSpec, x: s
     eps,
     `${p}_ln_attn`,
   );
-  const qkvKernel = g.floatTensor(`${p}_qkv_w`, [dIn, 3 * dIn], w.float(`${V}/MultiheadAttention/qkv_transform_single/kernel/part_0`, [1, 1, dIn, 3 * dIn]));
-  const qkv = dense(g, ln1, qkvKernel, f(`${L}/MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat`, [3 * dIn]), `${p}_qkv`);
+  // TF scales the queries after the projection; scaling the query columns of the kernel and bias
+  // instead is the same product with one op fewer per layer.
+  const qkvWeights = w.float(`${V}/MultiheadAttention/qkv_transform_single/kernel/part_0`, [1, 1, dIn, 3 * dIn]).slice();
+  for (let r = 0; r < dIn; r++) for (let c = 0; c < dIn; c++) qkvWeights[r * 3 * dIn + c]! *= qScale;
+  const qkvBias = w.float(`${L}/MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat`, [3 * dIn]).slice();
+  for (let c = 0; c < dIn; c++) qkvBias[c]! *= qScale;
+  const qkvKernel = g.floatTensor(`${p}_qkv_w`, [dIn, 3 * dIn], qkvWeights);
+  const qkv = dense(g, ln1, qkvKernel, g.floatTensor(`${p}_qkv_bias`, [3 * dIn], qkvBias), `${p}_qkv`);
   const [q, k, v] = g.opMulti('Split', [qkv, g.ints(`${p}_split`, [dIn, dIn, dIn])], 3, { axis: 2 }, `${p}_qkv_split`) as [string, string, string];
 
   const headsShape = g.ints(`${p}_heads_shape`, [0, 0, heads, headDim]);
   const splitHeads = (t: string, perm: number[], hint: string) =>
     g.op('Transpose', [g.op('Reshape', [t, headsShape], {}, `${hint}_r`)], { perm }, hint);
-  const qh = g.op('Mul', [splitHeads(q, [0, 2, 1, 3], `${p}_q`), g.floatConst(`${p}_q_scale`, qScale)], {}, `${p}_q_scaled`);
+  const qh = splitHeads(q, [0, 2, 1, 3], `${p}_q`);
   const kT = splitHeads(k, [0, 2, 3, 1], `${p}_kT`);
   const vh = splitHeads(v, [0, 2, 1, 3], `${p}_v`);
 

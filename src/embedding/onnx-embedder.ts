@@ -25,12 +25,13 @@ import type { Embedder } from './embedder.js';
  * Must equal MODEL_FORMAT in scripts/build-model.ts; part of modelId so a change forces re-embedding.
  * 2: the vector is L2-normalised here from the graph's UNNORMALISED_OUTPUT (1 took the graph's own).
  */
-const MODEL_FORMAT = 2;
+const MODEL_FORMAT = 3;
 /**
  * The int8 build's own version: 2 had unsigned 8-bit weights; 3 quantizes activations per row, so
- * a text's vector no longer depends on its batch (scripts/model/quantize-dynamic.ts).
+ * a text's vector no longer depends on its batch (scripts/model/quantize-dynamic.ts); 4 does the
+ * same through onnxruntime's fused kernels, whose rounding differs in the last bits.
  */
-const INT8_FORMAT = 3;
+const INT8_FORMAT = 4;
 /** The graph's sentence vector before L2 normalisation, which runBatch does (see use-lite-onnx.ts). */
 export const UNNORMALISED_OUTPUT = 'sentence_tanh';
 const MODEL_NAME = 'use-lite';
