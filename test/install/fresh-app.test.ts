@@ -4,7 +4,6 @@ import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../support/helper.js';
 import { projectRoot, startServerProcess } from '../support/server-process.js';
 import { expectSnippetOutput, SCRIPTED_MODEL, snippet } from '../support/snippets.js';
 import { writeTinyBert } from '../support/tiny-bert.js';
@@ -265,11 +264,13 @@ export const wrong: number = stored.text;
     transcript('tsc -p tsconfig.json   # typed.ts imports memorypool-client, strict, no Node types', checked, 2);
     expectOk(checked, 'tsc against the installed client types');
 
-    const server = await startServerProcess({ dataDir: await tempDir() });
+    // A live server from the other application's install (the fast test embedder: the model is beside the point here).
+    const server = await startServerProcess({ dataDir: path.join(work, 'client-served'), entry: realpathSync(path.join(app, 'node_modules/.bin/memorypool')), args: ['serve'], cwd: app, startTimeoutMs: 60_000 });
     await writeFile(path.join(clientApp, 'client-ts.js'), await snippet('client-ts'));
     const ran = await run(process.execPath, ['client-ts.js'], clientApp, { MEMORYPOOL_URL: server.url }, 60_000);
     transcript('node client-ts.js   # memorypool-client alone', ran, 2);
     expectOk(ran, 'client-ts in the client-only application');
     expectSnippetOutput('client-ts', ran.stdout.trim().split('\n'));
+    expect((await server.stop()).code).toBe(0);
   }, 180_000);
 });
