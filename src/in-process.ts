@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { errorFromAnswer, APIUserAbortError, type MemoryPoolError } from './client/errors.js';
-import { memoryQuery } from './client/query.js';
-import { walkPages } from './client/pages.js';
-import type * as api from './client/types.js';
+import { APIUserAbortError, type MemoryPoolError } from 'memorypool-client';
+import type * as api from 'memorypool-client';
+import { errorFromAnswer, memoryQuery, walkPages } from 'memorypool-client/internal';
 import { loadConfig, type ConfigInput } from './config.js';
 import { createError, isAppError } from './errors.js';
 import { packageVersion } from './http/package-files.js';

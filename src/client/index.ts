@@ -1,18 +1,6 @@
-/** `memorypool/client`: the HTTP client, its errors and types. Loads nothing but these files. */
-export { MemoryPoolClient, DEFAULT_URL, type ClientOptions } from './memorypool-client.js';
-export {
-  MemoryPoolError,
-  BadRequestError,
-  AuthenticationError,
-  PermissionDeniedError,
-  NotFoundError,
-  ConflictError,
-  UnprocessableEntityError,
-  RateLimitError,
-  InternalServerError,
-  APIConnectionError,
-  APITimeoutError,
-  APIUserAbortError,
-  type ValidationIssue,
-} from './errors.js';
-export type * from './types.js';
+/**
+ * `memorypool/client`: the client package (packages/client, published as `memorypool-client`)
+ * under this package's name, so an application that installed the server imports the client
+ * without a second name. One source: nothing here but the re-export.
+ */
+export * from 'memorypool-client';

@@ -1,6 +1,6 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import type { MemoryPoolApi } from '../client/types.js';
+import type { MemoryPoolApi } from 'memorypool-client';
 import { addParamsSchema, MAX_LIMIT } from '../protocol/memorypool-schemas.js';
 
 /**

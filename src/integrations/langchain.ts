@@ -2,7 +2,7 @@ import { BaseListChatMessageHistory } from '@langchain/core/chat_history';
 import { Document } from '@langchain/core/documents';
 import { AIMessage, ChatMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langchain/core/messages';
 import { BaseRetriever, type BaseRetrieverInput } from '@langchain/core/retrievers';
-import type { Memory, MemoryMetadata, MemoryPoolApi, RecallParams } from '../client/types.js';
+import type { Memory, MemoryMetadata, MemoryPoolApi, RecallParams } from 'memorypool-client';
 
 /**
  * memorypool in LangChain.js (`memorypool/langchain`, `@langchain/core` 1.x as an optional peer):

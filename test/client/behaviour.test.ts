@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryPoolClient, MemoryPoolError } from '../../src/client/index.js';
-import * as clientModule from '../../src/client/index.js';
+import { MemoryPoolClient, MemoryPoolError } from 'memorypool-client';
+import * as clientModule from 'memorypool-client';
 import { startMisbehavingServer, type MisbehavingServer, type Reply } from './misbehaving-server.js';
 
 /** The shared table (also run by the Python client's tests): one case per behaviour, on a real socket. */

@@ -11,7 +11,8 @@ import { projectRoot, startServerProcess } from '../support/server-process.js';
 
 /**
  * The TypeScript client in a real headless Chromium (the @sparticuz/chromium dev dependency's),
- * loaded as the browser loads it: the compiled ES modules of dist/src/client/ from a page on one
+ * loaded as the browser loads it: the client package's build (packages/client/dist/, what
+ * `memorypool-client` ships) as ES modules from a page on one
  * origin, calling a memorypool server on another with the platform's fetch. The server lets that
  * origin in only when MEMORYPOOL_CORS_ORIGINS names it (preflight included: the calls carry a
  * token); with the default, no CORS, the browser refuses to hand the page any answer.
@@ -47,7 +48,7 @@ window.run = async (url, token) => {
 };
 `;
 
-/** A page origin of its own: the page, and the client's modules from dist/. */
+/** A page origin of its own: the page, and the client package's modules from its dist/. */
 async function servePage(): Promise<string> {
   const server = http.createServer(async (request, response) => {
     const url = request.url ?? '/';
@@ -61,7 +62,7 @@ async function servePage(): Promise<string> {
       return;
     }
     try {
-      const source = await readFile(path.join(projectRoot, 'dist/src/client', match[1]), 'utf8');
+      const source = await readFile(path.join(projectRoot, 'packages/client/dist', match[1]), 'utf8');
       response.writeHead(200, { 'content-type': 'text/javascript' }).end(source);
     } catch {
       response.writeHead(404).end();

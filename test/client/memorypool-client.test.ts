@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AuthenticationError, MemoryPoolClient } from '../../src/client/index.js';
+import { AuthenticationError, MemoryPoolClient } from 'memorypool-client';
 import { startServerProcess } from '../support/server-process.js';
 import { tempDir } from '../support/helper.js';
 import { exerciseClient, failure } from '../support/exercise-client.js';

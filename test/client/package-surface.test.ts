@@ -36,19 +36,22 @@ async function loadedBy(specifier: string): Promise<{ exports: string[]; modules
 describe('the package exports', () => {
   beforeAll(assertBuilt);
 
-  it('memorypool/client loads its own files and nothing else: no zod, service, fastify, onnxruntime or pg', async () => {
-    const { exports, modules } = await loadedBy('memorypool/client');
-    expect(exports).toEqual(expect.arrayContaining(['MemoryPoolClient', 'MemoryPoolError', 'NotFoundError', 'RateLimitError', 'APITimeoutError']));
-    expect(modules.filter((module) => !module.startsWith('dist/src/client/'))).toEqual([]);
+  it('memorypool-client, and memorypool/client that re-exports it, load the client package and nothing else: no zod, service, fastify, onnxruntime or pg', async () => {
+    const alone = await loadedBy('memorypool-client');
+    expect(alone.exports).toEqual(expect.arrayContaining(['MemoryPoolClient', 'MemoryPoolError', 'NotFoundError', 'RateLimitError', 'APITimeoutError']));
+    expect(alone.modules.filter((module) => !module.startsWith('packages/client/dist/'))).toEqual([]);
+    const reexported = await loadedBy('memorypool/client');
+    expect(reexported.exports.sort()).toEqual(alone.exports.sort());
+    expect(reexported.modules.filter((module) => !module.startsWith('packages/client/dist/'))).toEqual(['dist/src/client/index.js']);
   });
 
   it('memorypool/langchain and memorypool/ai load the client and their framework, not the service', async () => {
     for (const [specifier, framework] of [['memorypool/langchain', 'node_modules/@langchain/core/'], ['memorypool/ai', 'node_modules/ai/']] as const) {
       const { modules } = await loadedBy(specifier);
       expect(modules.some((module) => module.includes(framework)), specifier).toBe(true);
-      const ours = modules.filter((module) => module.startsWith('dist/'));
+      const ours = modules.filter((module) => /^(packages\/client\/)?dist\//.test(module));
       // The request schemas and the small pure modules they are built from (the `where` reader, scopes, instants).
-      expect(ours.filter((module) => !/^dist\/src\/(client|integrations|protocol\/memorypool-schemas|protocol\/request-limits|protocol\/where-expression|protocol\/instant|domain\/where|domain\/scope)/.test(module)), specifier).toEqual([]);
+      expect(ours.filter((module) => !/^(packages\/client\/dist\/|dist\/src\/(integrations|protocol\/memorypool-schemas|protocol\/request-limits|protocol\/where-expression|protocol\/instant|domain\/where|domain\/scope))/.test(module)), specifier).toEqual([]);
       for (const heavy of ['fastify', 'onnxruntime-node', 'pg/', 'hnswlib-node']) expect(modules.some((module) => module.includes(`node_modules/${heavy}`)), `${specifier} loads ${heavy}`).toBe(false);
     }
   });

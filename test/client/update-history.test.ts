@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BadRequestError, MemoryPoolClient, NotFoundError } from '../../src/client/index.js';
-import type { MemoryPoolApi } from '../../src/client/types.js';
+import { BadRequestError, MemoryPoolClient, NotFoundError, type MemoryPoolApi } from 'memorypool-client';
 import { openMemoryPool } from '../../src/index.js';
 import { memoryTools } from '../../src/integrations/ai-sdk.js';
 import { projectRoot, startServerProcess } from '../support/server-process.js';

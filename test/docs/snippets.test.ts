@@ -3,7 +3,7 @@ import { mkdir, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { MemoryPoolClient } from '../../src/client/index.js';
+import { MemoryPoolClient } from 'memorypool-client';
 import { projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { tempDir } from '../support/helper.js';
 import { assertBuilt } from '../support/replica-cluster.js';
@@ -41,11 +41,12 @@ const RUN = ['quick-start', 'where-curl', 'client-ts', 'client-python', 'in-proc
 /** Languages whose blocks are programs a reader runs as they are (the rest: layouts, configuration, shell steps that need a host). */
 const RUNNABLE = new Set(['js', 'javascript', 'ts', 'typescript', 'python', 'py']);
 
-/** An application directory that installed memorypool, `ai` and `@langchain/core`. */
+/** An application directory that installed memorypool (with memorypool-client, its dependency), `ai` and `@langchain/core`. */
 async function application(files: Record<string, string>): Promise<string> {
   const dir = await tempDir('memorypool-app-');
   await mkdir(path.join(dir, 'node_modules'));
   await symlink(projectRoot, path.join(dir, 'node_modules/memorypool'));
+  await symlink(path.join(projectRoot, 'packages/client'), path.join(dir, 'node_modules/memorypool-client'));
   for (const peer of ['ai', '@langchain']) await symlink(path.join(projectRoot, 'node_modules', peer), path.join(dir, 'node_modules', peer));
   await writeFile(path.join(dir, 'package.json'), JSON.stringify({ type: 'module' }));
   for (const [name, text] of Object.entries(files)) await writeFile(path.join(dir, name), text);

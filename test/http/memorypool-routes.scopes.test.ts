@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryPoolClient } from '../../src/client/memorypool-client.js';
+import { MemoryPoolClient } from 'memorypool-client';
 import { build, register } from '../support/helper.js';
 
 /** Issue 27 on the HTTP door: scopes, `where` on the POST forms, pages through the cursor. */

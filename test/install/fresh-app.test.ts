@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { mkdir, mkdtemp, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,12 +9,14 @@ import { expectSnippetOutput, SCRIPTED_MODEL, snippet } from '../support/snippet
 import { writeTinyBert } from '../support/tiny-bert.js';
 
 /**
- * memorypool as a user gets it: `npm pack` here (which runs `prepare`: the build and the model),
- * the tarball installed into a new application folder with the npm and Node on PATH, and then
+ * memorypool as a user gets it: `npm pack` here (which runs `prepare`: the build and the model)
+ * and of the client package it depends on (packages/client, `memorypool-client`), both tarballs
+ * installed into a new application folder with the npm and Node on PATH (as the registry would
+ * serve the two), and then
  * everything run from that folder, never from the repository: `memorypool serve` with the packaged
  * encoder, an Add and a Search, the client, openMemoryPool, LangChain and AI SDK snippets of the
  * docs, and the one-line refusals when the native index or the model is missing; then the same
- * tarball installed globally. Packages come from the npm cache the repository's own install
+ * tarballs installed globally; and the client package alone in an application of its own. Packages come from the npm cache the repository's own install
  * filled (`--prefer-offline`: the registry is asked only for package metadata not in the cache);
  * no install script may download anything.
  *
@@ -23,6 +25,7 @@ import { writeTinyBert } from '../support/tiny-bert.js';
  */
 
 const manifest = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
+const clientManifest = JSON.parse(readFileSync(path.join(projectRoot, 'packages/client/package.json'), 'utf8')) as { name: string; version: string };
 
 interface Ran {
   code: number;
@@ -53,8 +56,26 @@ function expectOk(ran: Ran, what: string): void {
 
 const npmMajor = async (cwd: string): Promise<number> => Number((await run('npm', ['--version'], cwd)).stdout.trim().split('.')[0]);
 
+interface Packed {
+  files: string[];
+  packedBytes: number;
+  unpackedBytes: number;
+}
+
+/** What a tarball holds (paths without the `package/` prefix) and its sizes, read from the tarball itself. */
+async function tarballFacts(tarball: string): Promise<Packed> {
+  const listing = (await run('tar', ['-tvzf', tarball], path.dirname(tarball))).stdout.trim().split('\n');
+  const entries = listing.map((line) => /^\S+\s+\S+\s+(\d+)\s+\S+\s+\S+\s+package\/(.+)$/.exec(line)).filter((match) => match !== null);
+  return { files: entries.map((match) => match[2]), packedBytes: statSync(tarball).size, unpackedBytes: entries.reduce((sum, match) => sum + Number(match[1]), 0) };
+}
+
+function report(name: string, packed: Packed): void {
+  console.log(`${name}: ${packed.files.length} files, ${(packed.packedBytes / 1000).toFixed(1)} kB packed, ${(packed.unpackedBytes / 1000).toFixed(1)} kB unpacked`);
+}
+
 let work: string;
 let tarball: string;
+let clientTarball: string;
 let app: string;
 let files: string[];
 
@@ -65,15 +86,21 @@ beforeAll(async () => {
   transcript('npm pack', packed);
   expectOk(packed, 'npm pack');
   tarball = path.join(work, `memorypool-${manifest.version}.tgz`);
-  files = (await run('tar', ['-tzf', tarball], work)).stdout.trim().split('\n').map((entry) => entry.replace(/^package\//, ''));
+  const packedServer = await tarballFacts(tarball);
+  files = packedServer.files;
+  report('memorypool', packedServer);
+  const packedClient = await run('npm', ['pack', '--workspace', clientManifest.name, '--pack-destination', work, '--no-audit', '--no-fund'], projectRoot);
+  transcript(`npm pack --workspace ${clientManifest.name}`, packedClient);
+  expectOk(packedClient, 'npm pack of the client package');
+  clientTarball = path.join(work, `${clientManifest.name}-${clientManifest.version}.tgz`);
 
   app = path.join(work, 'app');
   await mkdir(app);
   // On npm 12 the one step beyond the install the README gives: allow hnswlib-node's build.
   await writeFile(path.join(app, 'package.json'), JSON.stringify({ name: 'fresh-app', private: true, type: 'module', allowScripts: { 'hnswlib-node': true } }, null, 2));
   const peers = ['@langchain/core', 'ai'].map((name) => `${name}@${manifest.devDependencies[name]}`);
-  const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', tarball, ...peers], app);
-  transcript(`npm install ./memorypool-${manifest.version}.tgz ${peers.join(' ')}`, installed, 8);
+  const installed = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', clientTarball, tarball, ...peers], app);
+  transcript(`npm install ./${path.basename(clientTarball)} ./memorypool-${manifest.version}.tgz ${peers.join(' ')}`, installed, 8);
   expectOk(installed, 'npm install of the tarball');
 }, 900_000);
 
@@ -188,8 +215,8 @@ describe('the package installed in a fresh application', () => {
     const prefix = path.join(work, 'global');
     // npm 12 takes --allow-scripts only with -g; npm 11 runs every install script anyway.
     const allow = (await npmMajor(work)) >= 12 ? ['--allow-scripts=hnswlib-node'] : [];
-    const installed = await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', ...allow, tarball], work);
-    transcript(`npm install -g ${allow.join(' ')} ./memorypool-${manifest.version}.tgz`, installed, 4);
+    const installed = await run('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', '--no-audit', '--no-fund', ...allow, clientTarball, tarball], work);
+    transcript(`npm install -g ${allow.join(' ')} ./${path.basename(clientTarball)} ./memorypool-${manifest.version}.tgz`, installed, 4);
     expectOk(installed, 'npm install -g');
     const command = path.join(prefix, 'bin/memorypool');
     expect((await run(command, ['--version'], work)).stdout.trim()).toBe(manifest.version);
@@ -200,4 +227,50 @@ describe('the package installed in a fresh application', () => {
     expect(searched.data[0]?.content).toContain('My sister lives in Lisbon.');
     expect((await server.stop()).code).toBe(0);
   }, 600_000);
+});
+
+describe('the client package alone in a fresh application', () => {
+  /** A TypeScript module of the application: the client's types must stand alone (no zod, no server, no Node types). */
+  const TYPED = `import { MemoryPoolClient, NotFoundError, type Memory, type ScoredMemory } from '${clientManifest.name}';
+const memory = new MemoryPoolClient({ retries: 0 });
+const stored: Memory = await memory.remember({ text: 'typed', tags: ['t'], metadata: { project: 'styx' } });
+const hits: ScoredMemory[] = await memory.recall({ query: 'typed', limit: 1 });
+const version: number = stored.version;
+export const seen = [hits.length, version, NotFoundError.name];
+// @ts-expect-error a memory's text is a string
+export const wrong: number = stored.text;
+`;
+
+  it('holds its compiled modules, their types, README and LICENSE, installs alone with no dependency, and runs the docs snippet against a live server', async () => {
+    const packed = await tarballFacts(clientTarball);
+    report(clientManifest.name, packed);
+    expect(packed.files.filter((file) => !/^dist\/[\w-]+\.(js|d\.ts)$/.test(file)).sort()).toEqual(['LICENSE', 'README.md', 'package.json']);
+    for (const file of ['dist/index.js', 'dist/index.d.ts', 'dist/types.d.ts', 'dist/memorypool-client.js']) expect(packed.files, file).toContain(file);
+
+    const clientApp = path.join(work, 'client-app');
+    await mkdir(clientApp);
+    await writeFile(path.join(clientApp, 'package.json'), JSON.stringify({ name: 'client-app', private: true, type: 'module' }, null, 2));
+    const installed = await run('npm', ['install', '--offline', '--no-audit', '--no-fund', clientTarball], clientApp);
+    transcript(`npm install --offline ./${path.basename(clientTarball)}`, installed, 2);
+    expectOk(installed, 'npm install of the client package');
+    expect((await readdir(path.join(clientApp, 'node_modules'))).filter((entry) => entry !== '.package-lock.json')).toEqual([clientManifest.name]);
+    const lock = JSON.parse(readFileSync(path.join(clientApp, 'package-lock.json'), 'utf8')) as { packages: Record<string, unknown> };
+    expect(Object.keys(lock.packages).sort()).toEqual(['', `node_modules/${clientManifest.name}`]);
+
+    await writeFile(path.join(clientApp, 'typed.ts'), TYPED);
+    const compilerOptions = { noEmit: true, strict: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'dom', 'dom.iterable'], types: [] };
+    await writeFile(path.join(clientApp, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['typed.ts'] }));
+    const checked = await run(process.execPath, [path.join(projectRoot, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], clientApp);
+    transcript('tsc -p tsconfig.json   # typed.ts imports memorypool-client, strict, no Node types', checked, 2);
+    expectOk(checked, 'tsc against the installed client types');
+
+    // A live server from the other application's install (the fast test embedder: the model is beside the point here).
+    const server = await startServerProcess({ dataDir: path.join(work, 'client-served'), entry: realpathSync(path.join(app, 'node_modules/.bin/memorypool')), args: ['serve'], cwd: app, startTimeoutMs: 60_000 });
+    await writeFile(path.join(clientApp, 'client-ts.js'), await snippet('client-ts'));
+    const ran = await run(process.execPath, ['client-ts.js'], clientApp, { MEMORYPOOL_URL: server.url }, 60_000);
+    transcript('node client-ts.js   # memorypool-client alone', ran, 2);
+    expectOk(ran, 'client-ts in the client-only application');
+    expectSnippetOutput('client-ts', ran.stdout.trim().split('\n'));
+    expect((await server.stop()).code).toBe(0);
+  }, 180_000);
 });

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { MemoryPoolClient } from '../../src/client/memorypool-client.js';
+import { MemoryPoolClient } from 'memorypool-client';
 import { openMemoryPool } from '../../src/index.js';
 import { INVOKE_ACTIONS } from '../../src/protocol/invoke.js';
 import { OPERATION_LIST } from '../../src/protocol/operations.js';
@@ -48,7 +48,7 @@ describe('the operation table', () => {
   });
 });
 
-describe('the TypeScript client (src/client/memorypool-client.ts)', () => {
+describe('the TypeScript client (packages/client/src/memorypool-client.ts)', () => {
   it('calls each operation at its declared method and path', async () => {
     const sent: Array<{ method: string; path: string }> = [];
     const client = new MemoryPoolClient({
@@ -70,7 +70,7 @@ describe('the TypeScript client (src/client/memorypool-client.ts)', () => {
 
   it('has no method that is not an operation', async () => {
     const expected = [...OPERATION_LIST.map((operation) => operation.client), ...DOORS];
-    expect((await declaredMethods('src/client/memorypool-client.ts', 'MemoryPoolClient')).sort()).toEqual(expected.sort());
+    expect((await declaredMethods('packages/client/src/memorypool-client.ts', 'MemoryPoolClient')).sort()).toEqual(expected.sort());
   });
 });
 

@@ -1,7 +1,6 @@
+import { BadRequestError, MemoryPoolError, NotFoundError, UnprocessableEntityError, type MemoryPoolApi } from 'memorypool-client';
 import { expect } from 'vitest';
-import type { MemoryPoolApi } from '../../src/client/types.js';
 import { packageVersion } from '../../src/http/package-files.js';
-import { BadRequestError, MemoryPoolError, NotFoundError, UnprocessableEntityError } from '../../src/client/errors.js';
 
 /** The error a call failed with; fails the test when it succeeded. */
 export async function failure(call: Promise<unknown>): Promise<MemoryPoolError> {

@@ -16,11 +16,14 @@ const ENTRY = 'dist/src/main.js';
 export async function assertBuilt(): Promise<void> {
   const entry = await stat(path.join(projectRoot, ENTRY)).catch(() => null);
   if (entry === null) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
-  for (const file of await readdir(path.join(projectRoot, 'src'), { recursive: true })) {
-    if (!file.endsWith('.ts')) continue;
-    const source = await stat(path.join(projectRoot, 'src', file));
-    const compiled = await stat(path.join(projectRoot, 'dist', 'src', file.replace(/\.ts$/, '.js'))).catch(() => null);
-    if (compiled === null || compiled.mtimeMs < source.mtimeMs) throw new Error(`dist/ is older than src/${file}: run \`npm run build\` first`);
+  // The server's sources and the client package's, each beside the folder it compiles to.
+  for (const [sources, output] of [['src', 'dist/src'], ['packages/client/src', 'packages/client/dist']]) {
+    for (const file of await readdir(path.join(projectRoot, sources), { recursive: true })) {
+      if (!file.endsWith('.ts')) continue;
+      const source = await stat(path.join(projectRoot, sources, file));
+      const compiled = await stat(path.join(projectRoot, output, file.replace(/\.ts$/, '.js'))).catch(() => null);
+      if (compiled === null || compiled.mtimeMs < source.mtimeMs) throw new Error(`${output}/ is older than ${sources}/${file}: run \`npm run build\` first`);
+    }
   }
 }
 
