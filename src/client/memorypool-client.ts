@@ -4,6 +4,8 @@ import { memoryQuery } from './query.js';
 import type {
   AddAnswer,
   AddParams,
+  BatchAnswer,
+  BatchParams,
   Deleted,
   DeletedCount,
   DeletedUser,
@@ -134,6 +136,11 @@ export class MemoryPoolClient implements MemoryPoolApi {
   /** Deletes every memory matching (or, with dry_run, counts them); a repeat deletes nothing more. */
   forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount> {
     return this.call({ method: 'POST', path: '/mem/delete', body: params, idempotent: true }, options);
+  }
+
+  /** Up to 1,000 adds, updates and deletes of one user, written together; each answered in `results`. Not retried without an answer: its adds would store twice. */
+  batch(params: BatchParams, options?: RequestOptions): Promise<BatchAnswer> {
+    return this.call({ method: 'POST', path: '/mem/batch', body: params, idempotent: false }, options);
   }
 
   listAll(params: Omit<ListPageParams, 'cursor'> = {}, options?: RequestOptions): AsyncIterable<Memory> {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { invokePayloadSchema } from '../protocol/invoke.js';
-import type { addParamsSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import type { addParamsSchema, batchAddSchema, batchDeleteSchema, batchUpdateSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 import type * as answers from '../protocol/response-schemas.js';
 
@@ -62,6 +62,16 @@ export type StatsParams = z.input<typeof userScopeSchema>;
 /** `PATCH /mem/{id}`: any of text, tags, importance, metadata; the answer is the memory at its new `version`. */
 export type UpdateParams = z.input<typeof updateBodySchema>;
 
+/** One operation of `POST /mem/batch`: an add (the fields of remember), an update (of update, with the id) or a delete. */
+export type BatchOperation = z.input<typeof batchAddSchema> | z.input<typeof batchUpdateSchema> | z.input<typeof batchDeleteSchema>;
+/** `POST /mem/batch`: up to 1,000 operations of one user, applied in order and written together. */
+export interface BatchParams {
+  operations: BatchOperation[];
+  user_id?: string;
+}
+/** Each operation's answer in order: `status` as its own route would give it, with the memory, the id deleted or the error. */
+export type BatchAnswer = z.infer<typeof answers.batchAnswerSchema>;
+
 /** The BIT envelope of `POST /invoke`. */
 export type InvokePayload = z.input<typeof invokePayloadSchema>;
 
@@ -85,6 +95,7 @@ export interface MemoryPoolApi {
   find(params: FindParams, options?: RequestOptions): Promise<ScoredMemory[]>;
   listPage(params?: ListPageParams, options?: RequestOptions): Promise<ListPage>;
   forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount>;
+  batch(params: BatchParams, options?: RequestOptions): Promise<BatchAnswer>;
   /** Every memory that matches, newest first, a page (of `limit`, default 1,000) at a time: `for await (const m of pool.listAll(...))`. */
   listAll(params?: Omit<ListPageParams, 'cursor'>, options?: RequestOptions): AsyncIterable<Memory>;
   get(id: string, params?: UserScope, options?: RequestOptions): Promise<Memory>;

@@ -1,5 +1,5 @@
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
-import { createError } from '../errors.js';
+import { createError, type AppError } from '../errors.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
@@ -67,7 +67,7 @@ export async function memoryHistory(service: ServiceContext, userId: string, id:
   return { id, versions: [...earlier.filter((entry) => entry.version < current.version), current] };
 }
 
-export function notFound(id: string): Error {
+export function notFound(id: string): AppError {
   return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
 }
 

@@ -17,11 +17,14 @@ import { getMemory, listMemories, memoryHistory, searchMemories } from './memory
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import { deleteMatching } from './delete-matching.js';
+import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
 import type {
   AddOutcome,
+  BatchOperation,
+  BatchOutcome,
   ConversationAdd,
   ListRequest,
   MemoryUpdate,
@@ -273,6 +276,11 @@ export class MemoryService {
     return this.track(() => importRecords(this.context, records, onProgress));
   }
 
+
+  /** Adds, updates and deletes of one user in one store write, each answered on its own (see batch-writes.ts). */
+  batch(userId: string, operations: readonly BatchOperation[]): Promise<BatchOutcome[]> {
+    return this.track(() => writeBatch(this.context, userId, operations));
+  }
 
   /** Deletes every memory of the user the filter passes, or with `dryRun` counts them (see delete-matching.ts). */
   deleteMatching(userId: string, filter: MemoryFilter, dryRun = false): Promise<number> {

@@ -271,3 +271,40 @@ export const getParamsSchema = idParamsSchema.extend({
 export const userScopeSchema = z.object({ user_id: userId });
 
 export type AddParams = z.infer<typeof addParamsSchema>;
+
+/** The most operations one POST /mem/batch may carry. */
+export const MAX_BATCH_OPERATIONS = 1000;
+
+/** One operation of a batch, each as its own route takes it (the batch names the user once). */
+export const batchAddSchema = addParamsSchema.omit({ user_id: true }).extend({ op: z.literal('add') });
+export const batchUpdateSchema = z
+  .object({ op: z.literal('update'), id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields })
+  .omit({ user_id: true })
+  .refine(hasUpdate, someUpdate)
+  .refine(oneExpiry, ONE_EXPIRY);
+export const batchDeleteSchema = z.object({ op: z.literal('delete'), id: nonBlank('id').meta({ description: "The memory's id" }) });
+export const BATCH_OPERATION_SCHEMAS = { add: batchAddSchema, update: batchUpdateSchema, delete: batchDeleteSchema } as const;
+export type BatchOperationInput = z.output<typeof batchAddSchema> | z.output<typeof batchUpdateSchema> | z.output<typeof batchDeleteSchema>;
+
+/**
+ * POST /mem/batch: whose memories, and the operations. Each operation is read on its own
+ * (src/protocol/batch-operations.ts), so an invalid one refuses only itself; the documented
+ * shape of an item is the union of the three.
+ */
+export const batchParamsSchema = z.object({
+  operations: z
+    .array(z.unknown(), { error: 'operations must be an array' })
+    .min(1, { error: 'operations must hold at least one operation' })
+    .max(MAX_BATCH_OPERATIONS, { error: `operations may hold at most ${MAX_BATCH_OPERATIONS} operations` })
+    .meta({
+      description: `Up to ${MAX_BATCH_OPERATIONS}, applied in order: {"op": "add", "text", ...} (the fields of POST /mem), {"op": "update", "id", ...} (of PATCH /mem/{id}), {"op": "delete", "id"}`,
+      items: { oneOf: [batchAddSchema, batchUpdateSchema, batchDeleteSchema].map((schema) => inputSchemaOf(schema)) },
+    }),
+  user_id: userId,
+});
+
+function inputSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  return json;
+}

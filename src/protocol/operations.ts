@@ -5,6 +5,7 @@ import type { MemoryService } from '../memory/memory-service.js';
 import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
 import {
   addParamsSchema,
+  batchParamsSchema,
   DEFAULT_USER,
   deleteWhereParamsSchema,
   getParamsSchema,
@@ -16,8 +17,10 @@ import {
   userScopeSchema,
 } from './memorypool-schemas.js';
 import { addRequestSchema, searchRequestSchema } from './platform.js';
+import { runBatch } from './batch-operations.js';
 import {
   addAnswerSchema,
+  batchAnswerSchema,
   deletedCountSchema,
   deletedSchema,
   deletedUserSchema,
@@ -321,6 +324,37 @@ export const OPERATION_TABLE = {
       description:
         'Delete every memory matching a filter ("forget everything about project X"): where (e.g. {"metadata.project": "x"} or {"agent_id": "a"}) plus any of tag, agent_id, run_id, since, until. Set dry_run to see first how many it would delete.',
       shape: { required: ['where'] },
+    },
+  },
+  batch: {
+    method: 'POST',
+    path: '/mem/batch',
+    tag: 'MemoryPool',
+    summary: 'Add, update and delete many memories in one write',
+    description:
+      'Up to 1,000 operations of one user (`user_id`, default "default"), applied in order: `{"op": "add", "text", ...}` with the fields of POST /mem, `{"op": "update", "id", ...}` with those of PATCH /mem/{id}, `{"op": "delete", "id"}`. Each is answered in `results`, in order, with the status its own route would give (201, 200, 400, 404) and the memory, the id deleted or the error. An invalid one refuses only itself; the valid ones are durable together, in one store write, before the answer.',
+    request: {
+      body: batchParamsSchema,
+      examples: {
+        mixed: {
+          user_id: 'alice',
+          operations: [
+            { op: 'add', text: 'Prefers tea to coffee', tags: ['drinks'] },
+            { op: 'add', text: 'Works on project styx', metadata: { project: 'styx' }, agent_id: 'ops-bot' },
+            { op: 'delete', id: 'no-such-id' },
+          ],
+        },
+      },
+    },
+    answer: { status: 200, description: 'Each operation answered, in order', schema: batchAnswerSchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE', ...WRITE_FAILURES],
+    client: 'batch',
+    action: action(batchParamsSchema, (service, input, { checkUser }) => runBatch(service, input, checkedUser(input.user_id, checkUser))),
+    mcp: {
+      tool: 'write_memories',
+      description:
+        'Store, correct and delete many memories at once (up to 1,000, applied in order, written together): operations like {"op": "add", "text": "..."}, {"op": "update", "id": "...", "text": "..."}, {"op": "delete", "id": "..."}. Answers each in results, in order, with its status; an invalid one is refused alone.',
+      shape: { required: ['operations'] },
     },
   },
   stats: {

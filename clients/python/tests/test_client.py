@@ -49,6 +49,13 @@ class AgainstRealServer(unittest.TestCase):
         self.assertEqual(client.forget_where({"agent_id": "coordinator"}, dry_run=True, user_id="caroline"), {"deleted": 1, "dry_run": True})
         self.assertEqual(client.forget_where({"agent_id": "coordinator"}, user_id="caroline"), {"deleted": 1, "dry_run": False})
 
+        # A batch: each operation answered in order; an invalid one refuses only itself.
+        batch = client.batch([{"op": "add", "text": "Caroline paints"}, {"op": "update", "id": dog["id"], "importance": 0.9}, {"op": "add"}], user_id="caroline")
+        self.assertEqual([result["status"] for result in batch["results"]], [201, 200, 400])
+        self.assertEqual(batch["results"][2]["error"], "operations[2].text: is required")
+        dog = batch["results"][1]["memory"]
+        self.assertEqual(client.batch([{"op": "delete", "id": batch["results"][0]["memory"]["id"]}], user_id="caroline")["results"][0]["status"], 200)
+
         self.assertEqual(client.forget(job["id"], user_id="caroline"), {"deleted": job["id"]})
         with self.assertRaises(NotFoundError) as missing:
             client.get(job["id"], user_id="caroline")

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 from ._errors import APIConnectionError, APITimeoutError, MemoryPoolError, error_from_answer
 from ._types import (
     AddAnswer,
+    BatchAnswer,
     Deleted,
     DeletedCount,
     DeletedUser,
@@ -178,6 +179,12 @@ class MemoryPoolClient:
         """Deletes every memory matching `where` and the other filters (POST /mem/delete); with dry_run=True only counts them."""
         body = _drop_none({"where": dict(where), "dry_run": dry_run, **fields})
         return cast(DeletedCount, self._call(_Call("POST", "/mem/delete", body=body)))
+
+    def batch(self, operations: Sequence[Mapping[str, Any]], *, user_id: Optional[str] = None) -> BatchAnswer:
+        """Up to 1,000 adds, updates and deletes of one user (POST /mem/batch), applied in order and written together;
+        each answered in `results` with its own status. Not retried without an answer: its adds would store twice."""
+        body = _drop_none({"operations": [dict(operation) for operation in operations], "user_id": user_id})
+        return cast(BatchAnswer, self._call(_Call("POST", "/mem/batch", body=body, idempotent=False)))
 
     def list_all(self, *, limit: int = 1000, **fields: Any) -> Iterator[Memory]:
         """Every memory that matches, newest first, fetched a page (of `limit`) at a time as the loop reads on."""
