@@ -60,7 +60,7 @@ const MAX_RETRY_AFTER_MS = 60_000;
 interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
-  query?: Record<string, string | undefined>;
+  query?: Record<string, string | string[] | undefined>;
   body?: unknown;
   /**
    * Whether a call that got no answer (connection lost, timeout) may be sent again: true where a
@@ -241,8 +241,9 @@ function memoryPath(id: string): string {
   return `/mem/${encodeURIComponent(id)}`;
 }
 
-function queryString(query: Record<string, string | undefined> = {}): string {
-  const entries = Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined);
+function queryString(query: Record<string, string | string[] | undefined> = {}): string {
+  // An array is the parameter repeated (several users).
+  const entries = Object.entries(query).flatMap(([key, value]) => (value === undefined ? [] : [value].flat().map((item): [string, string] => [key, item])));
   return entries.length === 0 ? '' : `?${new URLSearchParams(entries)}`;
 }
 

@@ -33,9 +33,10 @@ export type RememberParams = z.input<typeof addParamsSchema>;
 
 /**
  * What recall and list filter on: `tag`, `filter` (metadata that must match, sent as
- * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time).
+ * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time);
+ * whose: `user_id`, or up to 16 users as `user_ids` (or an array of `user_id`), answered merged.
  */
-export type MemoryFilters = Pick<z.input<typeof listParamsSchema>, 'tag' | 'agent_id' | 'run_id' | 'filter' | 'since' | 'until' | 'user_id'> & { limit?: number };
+export type MemoryFilters = Pick<z.input<typeof listParamsSchema>, 'tag' | 'agent_id' | 'run_id' | 'filter' | 'since' | 'until' | 'user_id' | 'user_ids'> & { limit?: number };
 
 /**
  * A filter expression (POST /mem/search and /mem/list, `where`): `$and`, `$or`, `$not`; leaves

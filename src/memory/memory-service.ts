@@ -13,13 +13,13 @@ import { exportRecords, exportUnits, importRecords, type ExportedUnit, type Port
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
 import type { SearchOverrides } from './query-plan.js';
-import { getMemory, listMemories, memoryHistory, searchMemories } from './memory-reads.js';
+import { getMemory, listMemories, memoryHistory, searchMemories, searchUsers } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import { deleteMatching } from './delete-matching.js';
 import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
-import { listPage, type ListPage } from './list-pages.js';
+import { listPage, listUsersPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
 import type {
   AddOutcome,
@@ -215,6 +215,16 @@ export class MemoryService {
 
   search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
     return this.track(() => searchMemories(this.context, request, overrides));
+  }
+
+  /** Several users at once: each ranked as alone, merged by score, each distinct text once across them (see memory-reads.ts). */
+  searchUsers(userIds: readonly string[], request: Omit<SearchRequest, 'userId'>, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+    return this.track(() => searchUsers(this.context, userIds, request, overrides));
+  }
+
+  /** A page over several users, newest first, and the cursor of the next (see list-pages.ts). */
+  listUsersPage(userIds: readonly string[], request: Omit<ListRequest, 'userId'> & { cursor?: string }): Promise<ListPage> {
+    return listUsersPage(this.context, userIds, request);
   }
 
   /** Newest first. */

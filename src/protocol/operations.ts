@@ -144,7 +144,7 @@ export const OPERATION_TABLE = {
       'Filters (`tag`, `meta.<key>=<value>` for each metadata key that must match, `since`, `until`) choose the memories ranked: a filtered search ranks among the matching ones only. Each distinct text is answered once (trimmed, white space collapsed, any case): the best-scored copy, the newest on ties, with `duplicates` when others were folded into it.',
     request: {
       query: searchParamsSchema,
-      queryShape: { omit: ['filter', 'where'], required: ['q'] },
+      queryShape: { omit: ['filter', 'where', 'user_ids'], required: ['q'] },
       examples: {
         question: { q: 'what is the dog called', limit: '3' },
         tagged: { q: 'dog', tag: 'pets', user_id: 'default' },
@@ -172,7 +172,7 @@ export const OPERATION_TABLE = {
       'Newest first (an update counts as new). Filters as on /mem/search: `tag`, `agent_id`, `run_id`, `meta.<key>=<value>`, `since`, `until`. When more remain, the answer names the next page in a `Link: <...>; rel="next"` header and in `x-next-cursor`; `cursor=` continues.',
     request: {
       query: listParamsSchema,
-      queryShape: { omit: ['filter', 'where'] },
+      queryShape: { omit: ['filter', 'where', 'user_ids'] },
       examples: { newest: { limit: '5' }, tagged: { tag: 'pets' }, filtered: { 'meta.project': 'styx', since: '1700000000000' } },
     },
     answer: { status: 200, description: 'Memories, newest first', schema: z.array(memorySchema) },
@@ -197,6 +197,7 @@ export const OPERATION_TABLE = {
       bodyShape: { required: ['query'] },
       examples: {
         scoped: { query: 'deploy key', agent_id: 'ops-bot', limit: 5 },
+        across: { query: 'deploy key', user_ids: ['alice', 'team-shared'] },
         expression: { query: 'deploy', where: { $or: [{ 'metadata.project': 'styx' }, { importance: { $gte: 0.8 } }], tags: { $contains: 'ops' } } },
       },
     },
@@ -424,14 +425,17 @@ export const OPERATION_LIST: ReadonlyArray<Operation & { name: OperationName }> 
 
 /** A MemoryPool search (GET /mem/search, /invoke, the CLI, MCP recall): filtered as asked, each distinct text once. */
 export function searchHits(service: MemoryService, input: z.output<typeof searchParamsSchema>, checkUser: UserCheck): Promise<SearchHit[]> {
-  checkUser(input.user_id);
-  return service.search({ userId: input.user_id, query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true });
+  // Every user named is checked before any is read: the 403 names the first the caller may not see.
+  input.user_ids.forEach((userId) => checkUser(userId));
+  const request = { query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true };
+  return input.user_ids.length === 1 ? service.search({ ...request, userId: input.user_ids[0] }) : service.searchUsers(input.user_ids, request);
 }
 
 /** A page of a MemoryPool list (GET and POST /mem/list, /invoke list and page, MCP): filtered as asked, from the cursor on. */
 export function listPageOf(service: MemoryService, input: z.output<typeof listParamsSchema>, checkUser: UserCheck): Promise<ListPage> {
-  checkUser(input.user_id);
-  return service.listPage({ userId: input.user_id, limit: input.limit, filter: input.filter, cursor: input.cursor });
+  input.user_ids.forEach((userId) => checkUser(userId));
+  const request = { limit: input.limit, filter: input.filter, cursor: input.cursor };
+  return input.user_ids.length === 1 ? service.listPage({ ...request, userId: input.user_ids[0] }) : service.listUsersPage(input.user_ids, request);
 }
 
 /** A search hit as the MemoryPool doors answer it: the memory, its score, its folded duplicates and its explanation when asked for. */

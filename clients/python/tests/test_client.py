@@ -49,6 +49,13 @@ class AgainstRealServer(unittest.TestCase):
         self.assertEqual(client.forget_where({"agent_id": "coordinator"}, dry_run=True, user_id="caroline"), {"deleted": 1, "dry_run": True})
         self.assertEqual(client.forget_where({"agent_id": "coordinator"}, user_id="caroline"), {"deleted": 1, "dry_run": False})
 
+        # Several users at once: merged, each hit carrying its user_id.
+        other = client.remember("Caroline's team adopted a rescue cat", user_id="caroline-team")
+        across = client.recall("rescue", user_id="caroline", user_ids=["caroline-team"])
+        self.assertEqual({hit["user_id"] for hit in across}, {"caroline", "caroline-team"})
+        self.assertEqual([m["id"] for m in client.list(user_ids=["caroline-team", "caroline"], limit=1)], [other["id"]])
+        self.assertEqual(client.forget(other["id"], user_id="caroline-team"), {"deleted": other["id"]})
+
         # A batch: each operation answered in order; an invalid one refuses only itself.
         batch = client.batch([{"op": "add", "text": "Caroline paints"}, {"op": "update", "id": dog["id"], "importance": 0.9}, {"op": "add"}], user_id="caroline")
         self.assertEqual([result["status"] for result in batch["results"]], [201, 200, 400])

@@ -144,9 +144,11 @@ class MemoryPoolClient:
         agent_id: Optional[str] = None,
         run_id: Optional[str] = None,
         user_id: Optional[str] = None,
+        user_ids: Optional[Sequence[str]] = None,
     ) -> List[ScoredMemory]:
-        """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds."""
-        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=user_id)
+        """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds;
+        `user_ids` (up to 16, with `user_id`) searches several users at once, merged by score."""
+        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[ScoredMemory], self._call(_Call("GET", "/mem/search", query=query_string)))
 
     def list(
@@ -160,9 +162,10 @@ class MemoryPoolClient:
         agent_id: Optional[str] = None,
         run_id: Optional[str] = None,
         user_id: Optional[str] = None,
+        user_ids: Optional[Sequence[str]] = None,
     ) -> List[Memory]:
-        """Newest first."""
-        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=user_id)
+        """Newest first; `user_ids` (up to 16, with `user_id`) lists several users at once, merged newest first."""
+        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[Memory], self._call(_Call("GET", "/mem/list", query=query_string)))
 
     def find(self, query: str, *, where: Optional[Mapping[str, Any]] = None, **fields: Any) -> List[ScoredMemory]:
@@ -311,12 +314,18 @@ def retry_after_seconds(headers: Mapping[str, str]) -> Optional[float]:
         return None
 
 
-def _filters(*, filter: Optional[Mapping[str, FilterValue]] = None, **fields: Any) -> Dict[str, str]:
-    """The query string of /mem/search and /mem/list, as the TypeScript client sends it (`filter` as `meta.<key>`)."""
-    query = {key: _text(value) for key, value in fields.items() if value is not None}
+def _filters(*, filter: Optional[Mapping[str, FilterValue]] = None, **fields: Any) -> Dict[str, Any]:
+    """The query string of /mem/search and /mem/list, as the TypeScript client sends it (`filter` as `meta.<key>`, several users as `user_id` repeated)."""
+    query: Dict[str, Any] = {key: value if isinstance(value, list) else _text(value) for key, value in fields.items() if value is not None}
     for key, value in (filter or {}).items():
         query["meta." + key] = _text(value)
     return query
+
+
+def _users(user_id: Optional[str], user_ids: Optional[Sequence[str]]) -> Union[str, List[str], None]:
+    """The users a read names: one as it is, several as a list (sent as `user_id` repeated)."""
+    users = ([] if user_id is None else [user_id]) + list(user_ids or [])
+    return None if not users else users[0] if len(users) == 1 else users
 
 
 def _text(value: Any) -> str:
@@ -329,7 +338,7 @@ def _memory_path(id: str) -> str:
 
 def _query_string(query: Optional[Mapping[str, Any]]) -> str:
     present = {key: value for key, value in (query or {}).items() if value is not None}
-    return "?" + urllib.parse.urlencode(present, quote_via=urllib.parse.quote) if present else ""
+    return "?" + urllib.parse.urlencode(present, doseq=True, quote_via=urllib.parse.quote) if present else ""
 
 
 def _drop_none(fields: Dict[str, Any]) -> Dict[str, Any]:
