@@ -8,7 +8,7 @@ import { ConversationAdds } from './conversation-adds.js';
 import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
-import { cacheStats, poolStats, type PoolStats } from './pool-stats.js';
+import { cacheStats, expiredHeld, poolStats, type PoolStats } from './pool-stats.js';
 import { exportRecords, exportUnits, importRecords, type ExportedUnit, type PortableRecord } from './portability.js';
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
@@ -181,12 +181,14 @@ export class MemoryService {
    * arriving while a count runs share it: on a large pool the first count reads every user's
    * header, and a health probe polling meanwhile must not start one more each time.
    */
-  memoryCount(): Promise<number> {
+  async memoryCount(): Promise<number> {
     this.counting ??= this.store
       .countMemories()
       .then((total) => (this.total = total))
       .finally(() => (this.counting = null));
-    return this.counting;
+    // Expired memories are counted nowhere else either: those of the users held here come off at
+    // once; a user not held here drops its expired ones when the sweep deletes them (every minute).
+    return Math.max(0, (await this.counting) - expiredHeld(this.context));
   }
 
   /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */

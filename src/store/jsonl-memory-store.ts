@@ -98,8 +98,8 @@ export class JsonlMemoryStore implements MemoryStore {
     return known.count;
   }
 
-  userCounts(userId: string): Promise<{ count: number; sessions: number }> {
-    return this.queue.run(userId, () => this.files.countSessions(userId));
+  userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+    return this.queue.run(userId, () => this.files.countSessions(userId, nowMs));
   }
 
   async storedBytes(userId: string): Promise<number> {

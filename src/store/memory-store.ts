@@ -26,8 +26,8 @@ export interface MemoryStore {
   countMemories(): Promise<number>;
   /** Users with at least one memory stored, without loading any user into a cache. */
   countUsers(): Promise<number>;
-  /** How many memories and distinct sessions the user has stored, without loading the user. */
-  userCounts(userId: string): Promise<{ count: number; sessions: number }>;
+  /** How many memories and distinct sessions the user has stored, without loading the user; with `nowMs`, those expired by then left out. */
+  userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }>;
   /** Bytes the user's memories take in storage (files, or table rows). */
   storedBytes(userId: string): Promise<number>;
 

@@ -112,10 +112,12 @@ export class PostgresStore implements MemoryStore {
     return Number(rows[0].users);
   }
 
-  async userCounts(userId: string): Promise<{ count: number; sessions: number }> {
+  async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+    // Expiry is compared as instants: the stored text is ISO 8601.
     const { rows } = await this.query<{ count: string; sessions: string }>(
-      "SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories WHERE user_id = $1",
-      [encodeKey(userId)],
+      `SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories
+        WHERE user_id = $1 AND ($2::float8 IS NULL OR record->>'expires_at' IS NULL OR (record->>'expires_at')::timestamptz > to_timestamp($2::float8 / 1000))`,
+      [encodeKey(userId), nowMs ?? null],
     );
     return { count: Number(rows[0].count), sessions: Number(rows[0].sessions) };
   }
