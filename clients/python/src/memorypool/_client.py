@@ -49,6 +49,16 @@ MAX_RETRY_AFTER = 60.0
 FilterValue = Union[str, int, float, bool]
 
 
+class _Unset:
+    """A keyword left out (so None can mean "clear it")."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
+
+
 @dataclass(frozen=True)
 class _Call:
     method: str
@@ -126,9 +136,11 @@ class MemoryPoolClient:
         metadata: Optional[Metadata] = None,
         agent_id: Optional[str] = None,
         run_id: Optional[str] = None,
+        expires_at: Optional[Union[str, int]] = None,
+        ttl_seconds: Optional[float] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
-        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "source": source, "metadata": metadata, "agent_id": agent_id, "run_id": run_id, "user_id": user_id})
+        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "source": source, "metadata": metadata, "agent_id": agent_id, "run_id": run_id, "expires_at": expires_at, "ttl_seconds": ttl_seconds, "user_id": user_id})
         return cast(Memory, self._call(_Call("POST", "/mem", body=body, idempotent=False)))
 
     def recall(
@@ -210,12 +222,17 @@ class MemoryPoolClient:
         tags: Optional[Sequence[str]] = None,
         importance: Optional[float] = None,
         metadata: Optional[Metadata] = None,
-        agent_id: Optional[str] = None,
-        run_id: Optional[str] = None,
+        agent_id: Union[str, None, _Unset] = UNSET,
+        run_id: Union[str, None, _Unset] = UNSET,
+        expires_at: Union[str, int, None, _Unset] = UNSET,
+        ttl_seconds: Optional[float] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
-        """Changes any of the fields (at least one); a repeat sets the same values."""
-        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata, "agent_id": agent_id, "run_id": run_id})
+        """Changes any of the fields (at least one); a repeat sets the same values. `agent_id=None`,
+        `run_id=None` and `expires_at=None` clear the scope or the expiry (left out: unchanged)."""
+        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata, "ttl_seconds": ttl_seconds})
+        # None is a value here (null clears it); only what was not given stays out of the body.
+        body.update({key: value for key, value in (("agent_id", agent_id), ("run_id", run_id), ("expires_at", expires_at)) if not isinstance(value, _Unset)})
         return cast(Memory, self._call(_Call("PATCH", _memory_path(id), query={"user_id": user_id}, body=body)))
 
     def history(self, id: str, *, user_id: Optional[str] = None) -> MemoryHistory:
