@@ -225,9 +225,11 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   /**
-   * A batch that only adds is one append (and fsync), as an Add is. One that also updates or
-   * deletes is one rewrite of the user's file (temp file, fsync, rename), its adds at the end:
-   * either way the whole batch is on disk, or none of it, before the answer.
+   * A batch that only adds is one append (and fsync), as a POST /mem is. One that also updates or
+   * deletes is one rewrite of the user's file (temp file, fsync, rename), its adds at the end, so
+   * a crash leaves the file before or after it. Either way the whole batch is durable before the
+   * answer. (A crash in the middle of an adds-only append, never acknowledged, may leave its
+   * first whole lines: unlike an Add's, they carry no request id to tell them apart.)
    */
   async batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult> {
     const drafts = writes.flatMap((write) => (write.kind === 'add' ? [write.draft] : []));
