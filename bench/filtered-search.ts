@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { HashEmbedder } from '../src/embedding/hash-embedder.js';
 import { encodeVector } from '../src/store/stored-record.js';
+import { p50, seeded, sentence } from './synthetic-texts.js';
 import { MemoryService } from '../src/memory/memory-service.js';
 import type { PortableRecord } from '../src/memory/portability.js';
 import { silentLogger } from '../src/logger.js';
@@ -23,29 +24,10 @@ import { parseWhere } from '../src/protocol/where-expression.js';
  * falls on all of them alike. Prints each variant's p50 and its ratio to the unfiltered p50.
  * A benchmark: it prints, it never fails.
  */
-const WORDS = 'deploy key rotated berlin office meeting budget release checklist invoice kettle lantern harbour violin garden train ticket doctor visit coffee tea birthday gift project deadline review server database backup password vacation flight hotel dinner recipe'.split(' ');
-
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state * 1664525 + 1013904223) >>> 0;
-    return state / 2 ** 32;
-  };
-}
-
-function sentence(random: () => number, words: number): string {
-  return Array.from({ length: words }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
-}
-
 function whereNode(expression: unknown): WhereNode {
   const parsed = parseWhere(expression);
   if (!parsed.ok) throw new Error(`${parsed.place}: ${parsed.message}`);
   return parsed.node;
-}
-
-function p50(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
 }
 
 async function main(): Promise<void> {

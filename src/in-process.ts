@@ -84,6 +84,10 @@ class InProcessPool implements MemoryPool {
     return this.action('purge', params, options) as Promise<api.DeletedCount>;
   }
 
+  batch(params: api.BatchParams, options?: api.RequestOptions): Promise<api.BatchAnswer> {
+    return this.action('batch', params, options) as Promise<api.BatchAnswer>;
+  }
+
   listAll(params: Omit<api.ListPageParams, 'cursor'> = {}, options?: api.RequestOptions): AsyncIterable<api.Memory> {
     return walkPages(params, (page) => this.listPage(page, options));
   }

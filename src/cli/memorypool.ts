@@ -127,12 +127,12 @@ interface FilterOptions {
   since?: string;
   until?: string;
   limit?: string;
-  user?: string;
+  user?: string[];
 }
 
 /** The filter flags as the API's fields; metadata values as text, matched as the type each memory stored. */
 function filterFields(options: FilterOptions): Record<string, unknown> {
-  return { tag: options.tag, agent_id: options.agent, run_id: options.run, where: options.where === undefined ? undefined : whereJson(options.where), filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user };
+  return { tag: options.tag, agent_id: options.agent, run_id: options.run, where: options.where === undefined ? undefined : whereJson(options.where), filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user?.length === 1 ? options.user[0] : options.user };
 }
 
 /** The flags search and list share: what to consider, how many, whose. */
@@ -146,7 +146,7 @@ function withFilterFlags(command: Command, defaultLimit: number): Command {
     .option(...SINCE_FLAG)
     .option(...UNTIL_FLAG)
     .option('--limit <n>', `how many (default ${defaultLimit})`)
-    .option('--user <user_id>', 'owner (default "default")');
+    .option('--user <user_id>', 'owner (default "default"); repeat it for up to 16 users, merged', (value: string, users: string[] = []) => [...users, value]);
 }
 
 withFilterFlags(program.command('search').description('rank memories for a query').argument('<query>', 'what to look for'), 10).action(async (query: string, options: FilterOptions) => {

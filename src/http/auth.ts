@@ -61,7 +61,7 @@ export class Authenticator {
 export function assertUserAllowed(grant: TokenGrant | null, userId: string): void {
   if (grant === null || grant.userPrefixes === null) return;
   if (grant.userPrefixes.some((prefix) => userId.startsWith(prefix))) return;
-  throw createError('FORBIDDEN', 'These credentials do not cover this user');
+  throw createError('FORBIDDEN', `These credentials do not cover user ${JSON.stringify(userId)}`);
 }
 
 /**

@@ -30,6 +30,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
   serveOperation(app, op.find, onBody('search'));
   serveOperation(app, op.page, onBody('page'));
   serveOperation(app, op.purge, onBody('purge'));
+  serveOperation(app, op.batch, onBody('batch'));
   serveOperation(app, op.list, async (request, reply) => {
     const input = parseOr400(listParamsSchema, request.query ?? {});
     const page = await listPageOf(service, input, (userId) => authorizeUser(request, userId));

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Memory, MemoryFilter } from '../domain/memory.js';
 import { createError } from '../errors.js';
-import { matchesFilter, publicMemory } from './memory-records.js';
+import { matchesFilter, memoryTime, publicMemory } from './memory-records.js';
 import type { ServiceContext } from './service-context.js';
 import type { ListRequest } from './types.js';
 import type { UserState } from './user-state.js';
@@ -29,21 +29,64 @@ const CURSOR_VERSION = 1;
 export async function listPage(service: ServiceContext, request: ListRequest & { cursor?: string }): Promise<ListPage> {
   const digest = cursorDigest(request.userId, request.filter);
   const afterSeq = request.cursor === undefined ? Infinity : readCursor(request.cursor, digest);
-  const state = await service.existingUser(request.userId);
-  if (!state) return { memories: [], nextCursor: null };
+  const page = await userPage(service, request.userId, request.filter, afterSeq, request.limit);
+  return { memories: page.memories.map(({ memory }) => memory), nextCursor: page.more ? writeCursor(page.memories.at(-1)!.seq, digest) : null };
+}
+
+/**
+ * A page over several users: each user's list in its own order (newest first by its seqs, as
+ * above), merged newest first by when each memory was last written (`updated_at`), ties in the
+ * order the users were named. The cursor holds each user's position (the seq of the last memory
+ * of that user a page gave), so each user's walk keeps the single-user guarantee: every memory
+ * that existed throughout, exactly once.
+ */
+export async function listUsersPage(service: ServiceContext, userIds: readonly string[], request: Omit<ListRequest, 'userId'> & { cursor?: string }): Promise<ListPage> {
+  const digest = cursorDigest(userIds, request.filter);
+  const after = request.cursor === undefined ? userIds.map(() => Infinity) : readUsersCursor(request.cursor, digest, userIds.length);
+  // Each user's next `limit` matches: the page takes at most that many from any one of them.
+  const pages = await Promise.all(userIds.map((userId, i) => userPage(service, userId, request.filter, after[i], request.limit)));
+  const heads = pages.map(() => 0);
+  const memories: Memory[] = [];
+  // A user none of whose memories a page gave yet is bounded by its next seq now, so that what
+  // is added to it during the walk stays out of the walk, as for one user.
+  const positions = after.map((seq, i) => Math.min(seq, pages[i].ceiling));
+  while (memories.length < request.limit) {
+    let pick = -1;
+    for (let i = 0; i < pages.length; i++) {
+      const candidate = pages[i].memories[heads[i]];
+      if (candidate && (pick < 0 || memoryTime(candidate.memory) > memoryTime(pages[pick].memories[heads[pick]].memory))) pick = i;
+    }
+    if (pick < 0) break;
+    const { memory, seq } = pages[pick].memories[heads[pick]++];
+    memories.push(memory);
+    positions[pick] = seq;
+  }
+  const more = pages.some((page, i) => heads[i] < page.memories.length || page.more);
+  return { memories, nextCursor: more ? writeUsersCursor(positions, digest) : null };
+}
+
+/** Up to `limit` of the user's matching memories below `afterSeq`, newest first, whether more match, and the seq every later add will be at or above. */
+async function userPage(
+  service: ServiceContext,
+  userId: string,
+  filter: MemoryFilter | undefined,
+  afterSeq: number,
+  limit: number,
+): Promise<{ memories: Array<{ memory: Memory; seq: number }>; more: boolean; ceiling: number }> {
+  const state = await service.existingUser(userId);
+  if (!state) return { memories: [], more: false, ceiling: 0 };
+  const ceiling = state.nextSeq;
   const seqs = newestFirst(state);
   const nowMs = service.now();
-  const memories: Memory[] = [];
-  let lastSeq = -1;
+  const memories: Array<{ memory: Memory; seq: number }> = [];
   for (let i = firstBelow(seqs, afterSeq); i < seqs.length; i++) {
     const record = state.bySeq.get(seqs[i]);
-    if (!record || !service.visible(record, nowMs) || (request.filter && !matchesFilter(record, request.filter))) continue;
+    if (!record || !service.visible(record, nowMs) || (filter && !matchesFilter(record, filter))) continue;
     // One match past a full page: only then is there a next page to name.
-    if (memories.length === request.limit) return { memories, nextCursor: writeCursor(lastSeq, digest) };
-    memories.push(publicMemory(record));
-    lastSeq = record.seq;
+    if (memories.length === limit) return { memories, more: true, ceiling };
+    memories.push({ memory: publicMemory(record), seq: record.seq });
   }
-  return { memories, nextCursor: null };
+  return { memories, more: false, ceiling };
 }
 
 /** The user's seqs, highest first, sorted once per change of the user (seqs only grow, so nextSeq and the count tell a change). */
@@ -69,7 +112,7 @@ function firstBelow(seqs: readonly number[], seq: number): number {
   return low;
 }
 
-function cursorDigest(userId: string, filter: MemoryFilter | undefined): string {
+function cursorDigest(userId: string | readonly string[], filter: MemoryFilter | undefined): string {
   return createHash('sha256').update(JSON.stringify([userId, canonical(filter ?? {})])).digest('base64url').slice(0, 16);
 }
 
@@ -85,15 +128,38 @@ function writeCursor(seq: number, digest: string): string {
 }
 
 function readCursor(cursor: string, digest: string): number {
-  let parsed: { v?: unknown; s?: unknown; f?: unknown } | null = null;
+  const parsed = parseCursor(cursor, digest);
+  if (!isPosition(parsed.s)) throw notOurs();
+  return parsed.s;
+}
+
+/** A multi-user cursor: each user's position, in the order the users were named (null: none of theirs given yet). */
+function writeUsersCursor(positions: readonly number[], digest: string): string {
+  return Buffer.from(JSON.stringify({ v: CURSOR_VERSION, p: positions.map((seq) => (seq === Infinity ? null : seq)), f: digest })).toString('base64url');
+}
+
+function readUsersCursor(cursor: string, digest: string, users: number): number[] {
+  const parsed = parseCursor(cursor, digest);
+  if (!Array.isArray(parsed.p) || parsed.p.length !== users || !parsed.p.every((seq) => seq === null || isPosition(seq))) throw notOurs();
+  return parsed.p.map((seq: number | null) => seq ?? Infinity);
+}
+
+function parseCursor(cursor: string, digest: string): { v?: unknown; s?: unknown; p?: unknown[]; f?: unknown } {
+  let parsed: { v?: unknown; s?: unknown; p?: unknown[]; f?: unknown } | null = null;
   try {
     parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
   } catch {
     parsed = null;
   }
-  if (!parsed || parsed.v !== CURSOR_VERSION || typeof parsed.s !== 'number' || !Number.isInteger(parsed.s) || parsed.s < 0) {
-    throw createError('INVALID_PARAMETER', 'cursor: not a cursor this service gave');
-  }
+  if (!parsed || typeof parsed !== 'object' || parsed.v !== CURSOR_VERSION) throw notOurs();
   if (parsed.f !== digest) throw createError('INVALID_PARAMETER', 'cursor: made for another user or filter; send the same filters as the page it came with');
-  return parsed.s;
+  return parsed;
+}
+
+function isPosition(seq: unknown): seq is number {
+  return typeof seq === 'number' && Number.isInteger(seq) && seq >= 0;
+}
+
+function notOurs(): Error {
+  return createError('INVALID_PARAMETER', 'cursor: not a cursor this service gave');
 }

@@ -1,9 +1,9 @@
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
-import { createError } from '../errors.js';
+import { createError, type AppError } from '../errors.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
-import { hitContent, matchesFilter, publicMemory } from './memory-records.js';
+import { duplicateKey, hitContent, matchesFilter, memoryTime, publicMemory } from './memory-records.js';
 import { boundSearchRequest } from './query-bounds.js';
 import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
 import type { ServiceContext } from './service-context.js';
@@ -14,23 +14,63 @@ import type { UserState } from './user-state.js';
 
 export async function searchMemories(service: ServiceContext, unbounded: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
   const request = boundSearchRequest(unbounded);
-  const texts = queryTexts(request);
-  const encode = () => {
-    const vectors = service.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
-    vectors.catch(() => undefined);
-    return vectors;
-  };
+  const encoding = queryEncoding(service, request);
   // The encoder works while this thread does the rest. For a user held here with memories it
   // starts even before the freshness check (with PostgreSQL, a round trip); any other user is
   // checked first, so that searching an unknown user costs no encoder time.
-  let encoding = (service.cache.peek(request.userId)?.records.size ?? 0) > 0 ? encode() : null;
+  if ((service.cache.peek(request.userId)?.records.size ?? 0) > 0) encoding.start();
   const state = await service.existingUser(request.userId);
   if (!state || state.records.size === 0) return [];
-  encoding ??= encode();
-  const plan = planQuery(request, texts, state.corpus, service.weights, overrides);
+  return rankUser(service, request, state, await encoding.start(), overrides);
+}
+
+/**
+ * One search over several users: the query encoded once, each user ranked as if searched alone,
+ * the hits merged by score (the newer on ties) and each distinct text answered once across them
+ * all, as within one user: the copies of the others folded into its `duplicates`.
+ */
+export async function searchUsers(service: ServiceContext, userIds: readonly string[], unbounded: Omit<SearchRequest, 'userId'>, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+  const request = boundSearchRequest({ ...unbounded, userId: userIds[0] });
+  const encoding = queryEncoding(service, request);
+  if (userIds.some((userId) => (service.cache.peek(userId)?.records.size ?? 0) > 0)) encoding.start();
+  const states = (await Promise.all(userIds.map((userId) => service.existingUser(userId)))).filter((state): state is UserState => state !== null && state.records.size > 0);
+  if (states.length === 0) return [];
+  const vectors = await encoding.start();
+  const merged = states
+    .flatMap((state) => rankUser(service, { ...request, userId: state.userId }, state, vectors, overrides))
+    .sort((a, b) => b.score - a.score || memoryTime(b.memory) - memoryTime(a.memory));
+  if (request.collapseDuplicates === false || overrides.collapseDuplicates === false) return merged.slice(0, request.limit);
+  const kept = new Map<string, SearchHit>();
+  for (const hit of merged) {
+    const key = duplicateKey(hit.memory.text);
+    const first = kept.get(key);
+    if (first) first.duplicates = (first.duplicates ?? 0) + 1 + (hit.duplicates ?? 0);
+    else kept.set(key, hit);
+  }
+  return [...kept.values()].slice(0, request.limit);
+}
+
+/** The query's vectors, computed once, from the first `start()` on (a user with nothing stored costs no encoder time). */
+function queryEncoding(service: ServiceContext, request: SearchRequest): { start(): Promise<Float32Array[]> } {
+  const texts = queryTexts(request);
+  let vectors: Promise<Float32Array[]> | null = null;
+  return {
+    start: () => {
+      if (!vectors) {
+        vectors = service.embed(texts.map((text) => (text.trim() === '' ? '?' : text)), 'query', request.userId);
+        vectors.catch(() => undefined);
+      }
+      return vectors;
+    },
+  };
+}
+
+/** One user's hits for the request, its vectors given. */
+function rankUser(service: ServiceContext, request: SearchRequest, state: UserState, vectors: Float32Array[], overrides: SearchOverrides): SearchHit[] {
+  const plan = planQuery(request, queryTexts(request), state.corpus, service.weights, overrides);
   const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights);
   // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
-  const ranked = state.corpus.rank(prepared, await encoding, request.limit);
+  const ranked = state.corpus.rank(prepared, vectors, request.limit);
   const hits: SearchHit[] = [];
   for (const { seq, score, explanation, duplicates } of ranked) {
     const record = state.bySeq.get(seq);
@@ -67,7 +107,7 @@ export async function memoryHistory(service: ServiceContext, userId: string, id:
   return { id, versions: [...earlier.filter((entry) => entry.version < current.version), current] };
 }
 
-export function notFound(id: string): Error {
+export function notFound(id: string): AppError {
   return createError('NOT_FOUND', `No memory with id ${JSON.stringify(id)}`);
 }
 

@@ -143,3 +143,8 @@ export function publicMemory(record: StoredRecord): Memory {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/** When a memory was last written (an update counts as new), Unix ms. */
+export function memoryTime(memory: Pick<Memory, 'updated_at' | 'created_at'>): number {
+  return Date.parse(memory.updated_at ?? memory.created_at);
+}

@@ -8,20 +8,23 @@ import { ConversationAdds } from './conversation-adds.js';
 import { IndexLifecycle } from './index-lifecycle.js';
 import { errorMessage, unitText } from './memory-records.js';
 import { UserCache } from './user-cache.js';
-import { cacheStats, poolStats, type PoolStats } from './pool-stats.js';
+import { cacheStats, expiredHeld, poolStats, type PoolStats } from './pool-stats.js';
 import { exportRecords, exportUnits, importRecords, type ExportedUnit, type PortableRecord } from './portability.js';
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
 import type { SearchOverrides } from './query-plan.js';
-import { getMemory, listMemories, memoryHistory, searchMemories } from './memory-reads.js';
+import { getMemory, listMemories, memoryHistory, searchMemories, searchUsers } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import { deleteMatching } from './delete-matching.js';
+import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
-import { listPage, type ListPage } from './list-pages.js';
+import { listPage, listUsersPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
 import type {
   AddOutcome,
+  BatchOperation,
+  BatchOutcome,
   ConversationAdd,
   ListRequest,
   MemoryUpdate,
@@ -178,12 +181,14 @@ export class MemoryService {
    * arriving while a count runs share it: on a large pool the first count reads every user's
    * header, and a health probe polling meanwhile must not start one more each time.
    */
-  memoryCount(): Promise<number> {
+  async memoryCount(): Promise<number> {
     this.counting ??= this.store
       .countMemories()
       .then((total) => (this.total = total))
       .finally(() => (this.counting = null));
-    return this.counting;
+    // Expired memories are counted nowhere else either: those of the users held here come off at
+    // once; a user not held here drops its expired ones when the sweep deletes them (every minute).
+    return Math.max(0, (await this.counting) - expiredHeld(this.context));
   }
 
   /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */
@@ -212,6 +217,16 @@ export class MemoryService {
 
   search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
     return this.track(() => searchMemories(this.context, request, overrides));
+  }
+
+  /** Several users at once: each ranked as alone, merged by score, each distinct text once across them (see memory-reads.ts). */
+  searchUsers(userIds: readonly string[], request: Omit<SearchRequest, 'userId'>, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
+    return this.track(() => searchUsers(this.context, userIds, request, overrides));
+  }
+
+  /** A page over several users, newest first, and the cursor of the next (see list-pages.ts). */
+  listUsersPage(userIds: readonly string[], request: Omit<ListRequest, 'userId'> & { cursor?: string }): Promise<ListPage> {
+    return listUsersPage(this.context, userIds, request);
   }
 
   /** Newest first. */
@@ -273,6 +288,11 @@ export class MemoryService {
     return this.track(() => importRecords(this.context, records, onProgress));
   }
 
+
+  /** Adds, updates and deletes of one user in one store write, each answered on its own (see batch-writes.ts). */
+  batch(userId: string, operations: readonly BatchOperation[]): Promise<BatchOutcome[]> {
+    return this.track(() => writeBatch(this.context, userId, operations));
+  }
 
   /** Deletes every memory of the user the filter passes, or with `dryRun` counts them (see delete-matching.ts). */
   deleteMatching(userId: string, filter: MemoryFilter, dryRun = false): Promise<number> {

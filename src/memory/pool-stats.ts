@@ -23,6 +23,17 @@ export interface PoolStats {
   }>;
 }
 
+/** How many of the users held here have expired by now: what the store's totals still count until the sweep (only users holding an expiring memory are looked at). */
+export function expiredHeld(service: ServiceContext): number {
+  const nowMs = service.now();
+  let expired = 0;
+  for (const state of service.cache.loaded) {
+    if (!state.expiring) continue;
+    for (const record of state.records.values()) if (!service.visible(record, nowMs)) expired++;
+  }
+  return expired;
+}
+
 /**
  * Per-user figures without loading anyone: users this replica holds come from memory (brought
  * up to date), the others from the store's counts, so a pool larger than the cache can be
@@ -31,11 +42,12 @@ export interface PoolStats {
 export async function poolStats(service: ServiceContext): Promise<PoolStats> {
   const perUser: PoolStats['per_user'] = [];
   let count = 0;
+  const nowMs = service.now();
   for (const userId of await service.store.listUsers()) {
     const cached = service.cache.peek(userId) ? await service.existingUser(userId) : null;
-    const figures = cached
-      ? { count: cached.records.size, sessions: new Set([...cached.records.values()].map((record) => record.session_id).filter(Boolean)).size }
-      : await service.store.userCounts(userId);
+    // Expired memories are not counted, as no other door shows them (the sweep deletes them later).
+    const visible = cached ? [...cached.records.values()].filter((record) => !cached.expiring || service.visible(record, nowMs)) : [];
+    const figures = cached ? { count: visible.length, sessions: new Set(visible.map((record) => record.session_id).filter(Boolean)).size } : await service.store.userCounts(userId, nowMs);
     if (figures.count === 0) continue;
     count += figures.count;
     perUser.push({

@@ -1,4 +1,5 @@
 import type { Memory, MemoryFilter, Metadata } from '../domain/memory.js';
+import type { AppError } from '../errors.js';
 import type { ScoreExplanation } from '../retrieval/fuse-scores.js';
 
 export type { ScoreExplanation, ScoreTerm } from '../retrieval/fuse-scores.js';
@@ -98,3 +99,9 @@ export interface ListRequest {
   limit: number;
   filter?: MemoryFilter;
 }
+
+/** One operation of a batch (validated at the edge), for the batch's user. */
+export type BatchOperation = ({ op: 'add' } & Omit<NewMemory, 'userId'>) | ({ op: 'update' } & Omit<MemoryUpdate, 'userId'>) | { op: 'delete'; id: string };
+
+/** What an operation of a batch did: stored or updated a memory, deleted one, or refused with its own error. */
+export type BatchOutcome = { memory: Memory; created: boolean } | { deleted: string } | { error: AppError };

@@ -1,5 +1,5 @@
 import type { Logger } from '../logger.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UpdateResult } from '../store/memory-store.js';
+import type { AppendResult, BatchResult, MemoryStore, RemoveResult, StoredUnit, UpdateResult } from '../store/memory-store.js';
 import type { StoredRecord } from '../store/stored-record.js';
 import { BackgroundReembedding } from './background-reembedding.js';
 import type { IndexLifecycle } from './index-lifecycle.js';
@@ -157,6 +157,46 @@ export class UserCache {
     this.options.lifecycle.markDirty(state);
     this.options.lifecycle.indexLater(state);
     this.resize(state);
+  }
+
+  /**
+   * Applies an acknowledged batch, each outcome in order (an update's vector: `vectors[i]`, the
+   * new text's, else the one it had), or marks the user stale when another writer came in between.
+   */
+  applyBatch(state: UserState, result: BatchResult, vectors: ReadonlyArray<Float32Array | undefined>): void {
+    if (result.version === result.previousVersion) return;
+    if (state.version !== result.previousVersion) {
+      state.version = -1;
+      return;
+    }
+    let adds: Array<{ record: StoredRecord; vector: Float32Array }> = [];
+    const admitAdds = () => {
+      if (adds.length > 0) admitUnits(state, adds, { deferIndex: true });
+      adds = [];
+    };
+    for (const [i, outcome] of result.outcomes.entries()) {
+      if (outcome.kind === 'added') adds.push({ record: outcome.record, vector: vectors[i]! });
+      if (outcome.kind !== 'updated' && outcome.kind !== 'removed') continue;
+      admitAdds();
+      if (outcome.kind === 'removed') {
+        dropUnits(state, [outcome]);
+        continue;
+      }
+      const kept = vectors[i] ?? state.corpus.vectorOf(outcome.previousSeq);
+      dropUnits(state, [{ id: outcome.record.id, seq: outcome.previousSeq }]);
+      if (!kept) {
+        // Half applied and no vector to go on with (one still being re-embedded): load it again.
+        this.retire(state);
+        return;
+      }
+      admitUnits(state, [{ record: outcome.record, vector: kept }], { deferIndex: true });
+    }
+    admitAdds();
+    state.version = result.version;
+    this.options.lifecycle.markDirty(state);
+    this.options.lifecycle.indexLater(state);
+    this.resize(state);
+    this.enforceBudget(state);
   }
 
   /** Takes a user out of the cache (deleted, or reloaded); a writer holding the state starts over. */

@@ -30,6 +30,34 @@ const nonBlank = (field: string) =>
 // The `.meta()` descriptions are what OpenAPI and the MCP tools show; they never change validation.
 const userId = nonBlank('user_id').optional().meta({ description: 'Whose memories (default "default")' });
 
+/** The most users one search or list may read at once. */
+export const MAX_READ_USERS = 16;
+
+/** A read's users: `user_id` once, repeated in a query string (an array), and `user_ids` in a body. */
+const readUserId = z
+  .union([z.string(), z.array(z.string())], { error: 'user_id must be a string (repeat it for several users)' })
+  .optional()
+  .meta({ description: `Whose memories (default "default"); repeat it in a query string for up to ${MAX_READ_USERS} users` });
+const readUserIds = z
+  .array(z.string({ error: 'user_ids must be an array of strings' }), { error: 'user_ids must be an array of strings' })
+  .optional()
+  .meta({ description: `Several users at once (up to ${MAX_READ_USERS}, with user_id if given too): each ranked as alone, then merged; each answer carries its user_id` });
+
+/** The users a read names, each once in the order given (the default user when none), or NEVER after an issue. */
+function readUsers(value: { user_id?: string | string[]; user_ids?: string[] }, ctx: z.RefinementCtx): string[] | typeof z.NEVER {
+  const named = [...(value.user_id === undefined ? [] : [value.user_id].flat()), ...(value.user_ids ?? [])];
+  if (named.some((user) => user.trim() === '')) {
+    ctx.addIssue({ code: 'custom', path: [value.user_ids?.some((user) => user.trim() === '') ? 'user_ids' : 'user_id'], message: 'user_id must not be empty' });
+    return z.NEVER;
+  }
+  const users = [...new Set(named)];
+  if (users.length > MAX_READ_USERS) {
+    ctx.addIssue({ code: 'custom', path: ['user_ids'], message: `at most ${MAX_READ_USERS} users at once` });
+    return z.NEVER;
+  }
+  return users.length > 0 ? users : [DEFAULT_USER];
+}
+
 /** A positive integer, from JSON or from a query string ("10"); clamped to MAX_LIMIT. */
 const limit = z
   .union([z.number(), z.string().regex(/^\s*\d+\s*$/).transform(Number)], { error: 'limit must be a positive integer' })
@@ -212,7 +240,8 @@ export const searchParamsSchema = z
     ...filterFields,
     limit,
     explain,
-    user_id: userId,
+    user_id: readUserId,
+    user_ids: readUserIds,
   })
   .loose()
   .transform((value, ctx) => {
@@ -222,7 +251,8 @@ export const searchParamsSchema = z
       return z.NEVER;
     }
     const filter = toFilter(value, ctx);
-    return { query, filter, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, user_id: value.user_id ?? DEFAULT_USER };
+    const users = readUsers(value, ctx);
+    return { query, filter, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, user_ids: users };
   });
 
 export const listParamsSchema = z
@@ -230,10 +260,11 @@ export const listParamsSchema = z
     ...filterFields,
     limit,
     cursor: z.string({ error: 'cursor must be a string' }).optional().meta({ description: "Continue after the page this came with (a page's next_cursor, or its x-next-cursor header)" }),
-    user_id: userId,
+    user_id: readUserId,
+    user_ids: readUserIds,
   })
   .loose()
-  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, cursor: value.cursor, user_id: value.user_id ?? DEFAULT_USER }));
+  .transform((value, ctx) => ({ filter: toFilter(value, ctx), limit: value.limit ?? DEFAULT_LIST_LIMIT, cursor: value.cursor, user_ids: readUsers(value, ctx) }));
 
 /** POST /mem/delete: a `where` that says something (the other filters may narrow it), whose user, and whether only to count. */
 export const deleteWhereParamsSchema = z
@@ -271,3 +302,40 @@ export const getParamsSchema = idParamsSchema.extend({
 export const userScopeSchema = z.object({ user_id: userId });
 
 export type AddParams = z.infer<typeof addParamsSchema>;
+
+/** The most operations one POST /mem/batch may carry. */
+export const MAX_BATCH_OPERATIONS = 1000;
+
+/** One operation of a batch, each as its own route takes it (the batch names the user once). */
+export const batchAddSchema = addParamsSchema.omit({ user_id: true }).extend({ op: z.literal('add') });
+export const batchUpdateSchema = z
+  .object({ op: z.literal('update'), id: nonBlank('id').meta({ description: "The memory's id" }), ...updateFields })
+  .omit({ user_id: true })
+  .refine(hasUpdate, someUpdate)
+  .refine(oneExpiry, ONE_EXPIRY);
+export const batchDeleteSchema = z.object({ op: z.literal('delete'), id: nonBlank('id').meta({ description: "The memory's id" }) });
+export const BATCH_OPERATION_SCHEMAS = { add: batchAddSchema, update: batchUpdateSchema, delete: batchDeleteSchema } as const;
+export type BatchOperationInput = z.output<typeof batchAddSchema> | z.output<typeof batchUpdateSchema> | z.output<typeof batchDeleteSchema>;
+
+/**
+ * POST /mem/batch: whose memories, and the operations. Each operation is read on its own
+ * (src/protocol/batch-operations.ts), so an invalid one refuses only itself; the documented
+ * shape of an item is the union of the three.
+ */
+export const batchParamsSchema = z.object({
+  operations: z
+    .array(z.unknown(), { error: 'operations must be an array' })
+    .min(1, { error: 'operations must hold at least one operation' })
+    .max(MAX_BATCH_OPERATIONS, { error: `operations may hold at most ${MAX_BATCH_OPERATIONS} operations` })
+    .meta({
+      description: `Up to ${MAX_BATCH_OPERATIONS}, applied in order: {"op": "add", "text", ...} (the fields of POST /mem), {"op": "update", "id", ...} (of PATCH /mem/{id}), {"op": "delete", "id"}`,
+      items: { oneOf: [batchAddSchema, batchUpdateSchema, batchDeleteSchema].map((schema) => inputSchemaOf(schema)) },
+    }),
+  user_id: userId,
+});
+
+function inputSchemaOf(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  return json;
+}

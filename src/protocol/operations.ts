@@ -5,6 +5,7 @@ import type { MemoryService } from '../memory/memory-service.js';
 import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
 import {
   addParamsSchema,
+  batchParamsSchema,
   DEFAULT_USER,
   deleteWhereParamsSchema,
   getParamsSchema,
@@ -16,8 +17,10 @@ import {
   userScopeSchema,
 } from './memorypool-schemas.js';
 import { addRequestSchema, searchRequestSchema } from './platform.js';
+import { runBatch } from './batch-operations.js';
 import {
   addAnswerSchema,
+  batchAnswerSchema,
   deletedCountSchema,
   deletedSchema,
   deletedUserSchema,
@@ -141,7 +144,7 @@ export const OPERATION_TABLE = {
       'Filters (`tag`, `meta.<key>=<value>` for each metadata key that must match, `since`, `until`) choose the memories ranked: a filtered search ranks among the matching ones only. Each distinct text is answered once (trimmed, white space collapsed, any case): the best-scored copy, the newest on ties, with `duplicates` when others were folded into it.',
     request: {
       query: searchParamsSchema,
-      queryShape: { omit: ['filter', 'where'], required: ['q'] },
+      queryShape: { omit: ['filter', 'where', 'user_ids'], required: ['q'] },
       examples: {
         question: { q: 'what is the dog called', limit: '3' },
         tagged: { q: 'dog', tag: 'pets', user_id: 'default' },
@@ -169,7 +172,7 @@ export const OPERATION_TABLE = {
       'Newest first (an update counts as new). Filters as on /mem/search: `tag`, `agent_id`, `run_id`, `meta.<key>=<value>`, `since`, `until`. When more remain, the answer names the next page in a `Link: <...>; rel="next"` header and in `x-next-cursor`; `cursor=` continues.',
     request: {
       query: listParamsSchema,
-      queryShape: { omit: ['filter', 'where'] },
+      queryShape: { omit: ['filter', 'where', 'user_ids'] },
       examples: { newest: { limit: '5' }, tagged: { tag: 'pets' }, filtered: { 'meta.project': 'styx', since: '1700000000000' } },
     },
     answer: { status: 200, description: 'Memories, newest first', schema: z.array(memorySchema) },
@@ -194,6 +197,7 @@ export const OPERATION_TABLE = {
       bodyShape: { required: ['query'] },
       examples: {
         scoped: { query: 'deploy key', agent_id: 'ops-bot', limit: 5 },
+        across: { query: 'deploy key', user_ids: ['alice', 'team-shared'] },
         expression: { query: 'deploy', where: { $or: [{ 'metadata.project': 'styx' }, { importance: { $gte: 0.8 } }], tags: { $contains: 'ops' } } },
       },
     },
@@ -323,6 +327,37 @@ export const OPERATION_TABLE = {
       shape: { required: ['where'] },
     },
   },
+  batch: {
+    method: 'POST',
+    path: '/mem/batch',
+    tag: 'MemoryPool',
+    summary: 'Add, update and delete many memories in one write',
+    description:
+      'Up to 1,000 operations of one user (`user_id`, default "default"), applied in order: `{"op": "add", "text", ...}` with the fields of POST /mem, `{"op": "update", "id", ...}` with those of PATCH /mem/{id}, `{"op": "delete", "id"}`. Each is answered in `results`, in order, with the status its own route would give (201, 200, 400, 404) and the memory, the id deleted or the error. An invalid one refuses only itself; the valid ones are durable together, in one store write, before the answer.',
+    request: {
+      body: batchParamsSchema,
+      examples: {
+        mixed: {
+          user_id: 'alice',
+          operations: [
+            { op: 'add', text: 'Prefers tea to coffee', tags: ['drinks'] },
+            { op: 'add', text: 'Works on project styx', metadata: { project: 'styx' }, agent_id: 'ops-bot' },
+            { op: 'delete', id: 'no-such-id' },
+          ],
+        },
+      },
+    },
+    answer: { status: 200, description: 'Each operation answered, in order', schema: batchAnswerSchema },
+    errors: ['INVALID_PARAMETER', 'MALFORMED_JSON', 'BODY_TOO_LARGE', ...WRITE_FAILURES],
+    client: 'batch',
+    action: action(batchParamsSchema, (service, input, { checkUser }) => runBatch(service, input, checkedUser(input.user_id, checkUser))),
+    mcp: {
+      tool: 'write_memories',
+      description:
+        'Store, correct and delete many memories at once (up to 1,000, applied in order, written together): operations like {"op": "add", "text": "..."}, {"op": "update", "id": "...", "text": "..."}, {"op": "delete", "id": "..."}. Answers each in results, in order, with its status; an invalid one is refused alone.',
+      shape: { required: ['operations'] },
+    },
+  },
   stats: {
     method: 'GET',
     path: '/mem/stats',
@@ -390,14 +425,17 @@ export const OPERATION_LIST: ReadonlyArray<Operation & { name: OperationName }> 
 
 /** A MemoryPool search (GET /mem/search, /invoke, the CLI, MCP recall): filtered as asked, each distinct text once. */
 export function searchHits(service: MemoryService, input: z.output<typeof searchParamsSchema>, checkUser: UserCheck): Promise<SearchHit[]> {
-  checkUser(input.user_id);
-  return service.search({ userId: input.user_id, query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true });
+  // Every user named is checked before any is read: the 403 names the first the caller may not see.
+  input.user_ids.forEach((userId) => checkUser(userId));
+  const request = { query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true };
+  return input.user_ids.length === 1 ? service.search({ ...request, userId: input.user_ids[0] }) : service.searchUsers(input.user_ids, request);
 }
 
 /** A page of a MemoryPool list (GET and POST /mem/list, /invoke list and page, MCP): filtered as asked, from the cursor on. */
 export function listPageOf(service: MemoryService, input: z.output<typeof listParamsSchema>, checkUser: UserCheck): Promise<ListPage> {
-  checkUser(input.user_id);
-  return service.listPage({ userId: input.user_id, limit: input.limit, filter: input.filter, cursor: input.cursor });
+  input.user_ids.forEach((userId) => checkUser(userId));
+  const request = { limit: input.limit, filter: input.filter, cursor: input.cursor };
+  return input.user_ids.length === 1 ? service.listPage({ ...request, userId: input.user_ids[0] }) : service.listUsersPage(input.user_ids, request);
 }
 
 /** A search hit as the MemoryPool doors answer it: the memory, its score, its folded duplicates and its explanation when asked for. */

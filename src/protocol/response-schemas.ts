@@ -59,6 +59,22 @@ export const listPageSchema = z
   })
   .strict();
 
+/** POST /mem/batch: each operation's answer, in the order sent, with the status its own route would have given. */
+export const batchAnswerSchema = z
+  .object({
+    results: z.array(
+      z
+        .object({
+          status: z.number().int().meta({ description: '201 added, 200 updated or deleted, 400 invalid, 404 not found' }),
+          memory: memorySchema.optional().meta({ description: 'The memory added or updated' }),
+          deleted: z.string().optional().meta({ description: 'The id deleted' }),
+          error: z.string().optional().meta({ description: 'Why this operation was refused (the others still apply)' }),
+        })
+        .strict(),
+    ),
+  })
+  .strict();
+
 /** POST /mem/delete: how many went (or, with dry_run, would go). */
 export const deletedCountSchema = z.object({ deleted: z.number().int().min(0), dry_run: z.boolean() }).strict();
 

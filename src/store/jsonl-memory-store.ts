@@ -5,7 +5,8 @@ import type { LoadedUser } from './jsonl/load-records.js';
 import { UserQueue } from './jsonl/user-queue.js';
 import { JsonlStore } from './jsonl-store.js';
 import type { MemoryVersion } from '../domain/memory.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
+import { planBatch, type BatchPlan } from './batch-plan.js';
+import type { AppendResult, BatchResult, BatchWrite, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Users whose files a count stats at once. */
@@ -97,8 +98,8 @@ export class JsonlMemoryStore implements MemoryStore {
     return known.count;
   }
 
-  userCounts(userId: string): Promise<{ count: number; sessions: number }> {
-    return this.queue.run(userId, () => this.files.countSessions(userId));
+  userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+    return this.queue.run(userId, () => this.files.countSessions(userId, nowMs));
   }
 
   async storedBytes(userId: string): Promise<number> {
@@ -221,6 +222,41 @@ export class JsonlMemoryStore implements MemoryStore {
       return { records: [...records.filter((other) => other !== old), line], contentChanged: true, seqsTaken: 1 };
     });
     return found.updated ? { ...found.updated, previousVersion, version } : null;
+  }
+
+  /**
+   * A batch that only adds is one append (and fsync), as a POST /mem is. One that also updates or
+   * deletes is one rewrite of the user's file (temp file, fsync, rename), its adds at the end, so
+   * a crash leaves the file before or after it. Either way the whole batch is durable before the
+   * answer. (A crash in the middle of an adds-only append, never acknowledged, may leave its
+   * first whole lines: unlike an Add's, they carry no request id to tell them apart.)
+   */
+  async batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult> {
+    const drafts = writes.flatMap((write) => (write.kind === 'add' ? [write.draft] : []));
+    if (drafts.length === writes.length) {
+      const appended = (await this.append(userId, drafts))!;
+      return { previousVersion: appended.previousVersion, version: appended.version, outcomes: appended.records.map((record) => ({ kind: 'added', record })) };
+    }
+    let plan: BatchPlan | undefined;
+    const written = await this.rewriteUser(userId, (records, nextSeq) => {
+      const byId = new Map(records.map((record) => [record.id, record]));
+      plan = planBatch(writes, (id) => byId.get(id), nextSeq);
+      if (plan.added.length === 0 && plan.updated.size === 0 && plan.removed.length === 0) return null;
+      const gone = new Set([...plan.removed.map(({ id }) => id), ...plan.updated.keys()]);
+      const lines = records.filter((record) => !gone.has(record.id));
+      // Updated memories move to the end under their new seqs, then the adds: the file stays in seq order.
+      const moved = [...plan.updated.values()].map(({ record, replaced, vector }) => {
+        const old = byId.get(record.id)!;
+        return { ...record, history: [...(old.history ?? []), ...replaced], vec: vector ? encodeVector(vector) : old.vec };
+      });
+      const added = plan.added.map(({ record, vector }) => ({ ...record, vec: encodeVector(vector) }));
+      return { records: [...lines, ...[...moved, ...added].sort((a, b) => a.seq - b.seq)], contentChanged: true, seqsTaken: plan.seqsTaken };
+    });
+    if (plan) return { ...written, outcomes: plan.outcomes };
+    // No file for the user: nothing to update or delete, the adds alone.
+    const appended = (await this.append(userId, drafts))!;
+    const records = appended.records.values();
+    return { previousVersion: appended.previousVersion, version: appended.version, outcomes: writes.map((write) => (write.kind === 'add' ? { kind: 'added', record: records.next().value! } : { kind: 'missing' })) };
   }
 
   /** Read without the lock unless the file needs repair, as a load is. */

@@ -93,8 +93,8 @@ export class JsonlStore implements IndexCacheFiles {
     return countRecords(this.layout, userId);
   }
 
-  countSessions(userId: string): Promise<{ count: number; sessions: number }> {
-    return countSessions(this.layout, userId);
+  countSessions(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+    return countSessions(this.layout, userId, nowMs);
   }
 
   append(userId: string, records: readonly StoredRecord[]): Promise<{ sizeBefore: number; stamp: FileStamp } | null> {

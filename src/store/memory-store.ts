@@ -26,8 +26,8 @@ export interface MemoryStore {
   countMemories(): Promise<number>;
   /** Users with at least one memory stored, without loading any user into a cache. */
   countUsers(): Promise<number>;
-  /** How many memories and distinct sessions the user has stored, without loading the user. */
-  userCounts(userId: string): Promise<{ count: number; sessions: number }>;
+  /** How many memories and distinct sessions the user has stored, without loading the user; with `nowMs`, those expired by then left out. */
+  userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }>;
   /** Bytes the user's memories take in storage (files, or table rows). */
   storedBytes(userId: string): Promise<number>;
 
@@ -58,6 +58,13 @@ export interface MemoryStore {
   remove(userId: string, ids: readonly string[]): Promise<RemoveResult>;
   /** Deletes the user's memories stored (ingested) before the cutoff. */
   removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult>;
+  /**
+   * Applies a batch's writes in order (an update or delete of an id the user does not hold, or
+   * no longer holds by then, is `missing` and changes nothing) in one durable write: the JSONL
+   * store one append and fsync when the batch only adds, else one rewrite of the user's file;
+   * PostgreSQL one transaction. The user's version moves once.
+   */
+  batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult>;
   /** Removes everything stored for a user, request ids included; returns how many memories it held. */
   deleteUser(userId: string): Promise<number>;
   /** Replaces stored vectors after the embedding model changed (not a change of content: the version stays). */
@@ -106,4 +113,18 @@ export interface UpdateResult extends WriteResult {
 
 export interface RemoveResult extends WriteResult {
   removed: Array<{ id: string; seq: number }>;
+}
+
+/** One write of a batch, as the store applies it. */
+export type BatchWrite = { kind: 'add'; draft: UnitDraft } | { kind: 'update'; id: string; patch: RecordPatch } | { kind: 'remove'; id: string };
+
+/** What each write of a batch did, in the order given. */
+export type BatchOutcome =
+  | { kind: 'added'; record: StoredRecord }
+  | { kind: 'updated'; record: StoredRecord; previousSeq: number }
+  | { kind: 'removed'; id: string; seq: number }
+  | { kind: 'missing' };
+
+export interface BatchResult extends WriteResult {
+  outcomes: BatchOutcome[];
 }

@@ -2,7 +2,8 @@ import pg from 'pg';
 import { createError, isAppError, type AppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MemoryVersion } from '../domain/memory.js';
-import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
+import { planBatch } from './batch-plan.js';
+import type { AppendResult, BatchResult, BatchWrite, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
 import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
@@ -111,10 +112,12 @@ export class PostgresStore implements MemoryStore {
     return Number(rows[0].users);
   }
 
-  async userCounts(userId: string): Promise<{ count: number; sessions: number }> {
+  async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+    // Expiry is compared as instants: the stored text is ISO 8601.
     const { rows } = await this.query<{ count: string; sessions: string }>(
-      "SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories WHERE user_id = $1",
-      [encodeKey(userId)],
+      `SELECT count(*) AS count, count(DISTINCT nullif(record->>'session_id', '')) AS sessions FROM memories
+        WHERE user_id = $1 AND ($2::float8 IS NULL OR record->>'expires_at' IS NULL OR (record->>'expires_at')::timestamptz > to_timestamp($2::float8 / 1000))`,
+      [encodeKey(userId), nowMs ?? null],
     );
     return { count: Number(rows[0].count), sessions: Number(rows[0].sessions) };
   }
@@ -174,20 +177,7 @@ export class PostgresStore implements MemoryStore {
       const version = Number(rows[0].version);
       const records: StoredRecord[] = drafts.map(({ record }, i) => ({ ...record, seq: firstSeq + i }));
       if (count > 0) {
-        await client.query(
-          `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
-           SELECT $1, $2::bigint + t.ord - 1, t.id, to_timestamp(t.created_ms / 1000), t.record::json, t.vector, t.model
-             FROM unnest($3::text[], $4::float8[], $5::text[], $6::bytea[], $7::text[]) WITH ORDINALITY AS t(id, created_ms, record, vector, model, ord)`,
-          [
-            userKey,
-            firstSeq,
-            records.map((record) => encodeKey(record.id)),
-            records.map((record) => timestampMs(Date.parse(record.created_at))),
-            records.map((record) => encodeJson(recordColumn(record))),
-            drafts.map(({ vector }) => vectorBytes(vector)),
-            records.map((record) => encodeText(record.model ?? '')),
-          ],
-        );
+        await insertRecords(client, userKey, records.map((record, i) => ({ record, vector: drafts[i].vector })));
         // An imported memory brings the versions it replaced (export carries them).
         const versions = records.flatMap((record) => (record.history ?? []).map((entry) => ({ id: record.id, entry })));
         if (versions.length > 0) await insertVersions(client, userKey, versions);
@@ -223,6 +213,53 @@ export class PostgresStore implements MemoryStore {
       );
       await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userKey]);
       return { record, previousSeq: old.seq, previousVersion, version: previousVersion + 1 };
+    });
+  }
+
+  /**
+   * One transaction with the user's row locked: the rows the batch names read, its writes applied
+   * in order in memory (batch-plan.ts), then the end state written (new rows, replaced rows with
+   * their versions archived, deleted rows with their history) and the seq, count and version moved once.
+   */
+  async batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult> {
+    const userKey = encodeKey(userId);
+    return this.transaction(async (client) => {
+      await client.query('INSERT INTO users (user_id, long_user_id, next_seq, version, memory_count) VALUES ($1, $2, 0, 0, 0) ON CONFLICT (user_id) DO NOTHING', [
+        userKey,
+        isKeyDigest(userKey) ? encodeText(userId) : null,
+      ]);
+      const locked = await client.query<{ version: string; next_seq: string }>('SELECT version, next_seq FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
+      const previousVersion = Number(locked.rows[0].version);
+      const named = [...new Set(writes.flatMap((write) => (write.kind === 'add' ? [] : [write.id])))];
+      const rows = named.length === 0 ? [] : (await client.query<MemoryRow>('SELECT seq, id, record, model FROM memories WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, named.map(encodeKey)])).rows;
+      const held = new Map(rows.map((row) => [storedUnit(userId, row, new Float32Array(0)).record.id, row.record as StoredRecord]));
+      const plan = planBatch(writes, (id) => held.get(id), Number(locked.rows[0].next_seq));
+      if (plan.added.length > 0) await insertRecords(client, userKey, plan.added);
+      for (const { record, vector } of plan.updated.values()) {
+        await client.query(`UPDATE memories SET seq = $3, record = $4::json, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`, [
+          userKey,
+          encodeKey(record.id),
+          record.seq,
+          encodeJson(recordColumn(record)),
+          vector ? vectorBytes(vector) : null,
+          encodeText(record.model ?? ''),
+        ]);
+      }
+      const replaced = [...plan.updated.values()].flatMap(({ record, replaced }) => replaced.map((entry) => ({ id: record.id, entry })));
+      if (replaced.length > 0) await insertVersions(client, userKey, replaced);
+      if (plan.removed.length > 0) {
+        const ids = plan.removed.map(({ id }) => encodeKey(id));
+        await client.query('DELETE FROM memories WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, ids]);
+        await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, ids]);
+      }
+      const changed = plan.added.length > 0 || plan.updated.size > 0 || plan.removed.length > 0;
+      if (!changed) return { previousVersion, version: previousVersion, outcomes: plan.outcomes };
+      await client.query('UPDATE users SET next_seq = next_seq + $2, version = version + 1, memory_count = memory_count + $3 WHERE user_id = $1', [
+        userKey,
+        plan.seqsTaken,
+        plan.added.length - plan.removed.length,
+      ]);
+      return { previousVersion, version: previousVersion + 1, outcomes: plan.outcomes };
     });
   }
 
@@ -368,6 +405,24 @@ const TIMESTAMPTZ_MIN_MS = -210_866_803_200_000;
  */
 function timestampMs(ms: number): number {
   return ms < TIMESTAMPTZ_MIN_MS ? -Infinity : ms;
+}
+
+/** New rows, each under its record's seq. */
+async function insertRecords(client: pg.PoolClient, userKey: string, units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array }>): Promise<void> {
+  await client.query(
+    `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
+     SELECT $1, t.seq, t.id, to_timestamp(t.created_ms / 1000), t.record::json, t.vector, t.model
+       FROM unnest($2::bigint[], $3::text[], $4::float8[], $5::text[], $6::bytea[], $7::text[]) AS t(seq, id, created_ms, record, vector, model)`,
+    [
+      userKey,
+      units.map(({ record }) => record.seq),
+      units.map(({ record }) => encodeKey(record.id)),
+      units.map(({ record }) => timestampMs(Date.parse(record.created_at))),
+      units.map(({ record }) => encodeJson(recordColumn(record))),
+      units.map(({ vector }) => vectorBytes(vector)),
+      units.map(({ record }) => encodeText(record.model ?? '')),
+    ],
+  );
 }
 
 async function insertVersions(client: pg.PoolClient, userKey: string, versions: ReadonlyArray<{ id: string; entry: MemoryVersion }>): Promise<void> {

@@ -121,4 +121,14 @@ describe('memorypool CLI', () => {
     expect(page.json.memories.map((m: { text: string }) => m.text)).toEqual(['note 2', 'note 1', 'note 0']);
     expect(page.json.next_cursor).toBeNull();
   });
+
+  it('reads several users with --user repeated, merged, each memory carrying its user', async () => {
+    const dataDir = await tempDir();
+    await run(dataDir, ['add', 'Book the venue']);
+    await run(dataDir, ['add', 'The team books venues too', '--user', 'team']);
+    const across = await run(dataDir, ['--json', 'search', 'venue', '--user', 'default', '--user', 'team']);
+    expect(across.json.map((m: { user_id: string }) => m.user_id).sort()).toEqual(['default', 'team']);
+    const merged = await run(dataDir, ['list', '--all', '--limit', '1', '--user', 'team', '--user', 'default']);
+    expect(merged.stdout.trim().split('\n').map((line) => JSON.parse(line).text)).toEqual(['The team books venues too', 'Book the venue']);
+  });
 });

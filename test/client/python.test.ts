@@ -45,6 +45,8 @@ describe('the Python client (clients/python)', () => {
       searchAnswer: answers.searchAnswerSchema,
       listPage: answers.listPageSchema,
       deletedCount: answers.deletedCountSchema,
+      batchAnswer: answers.batchAnswerSchema,
+      batchResult: answers.batchAnswerSchema.shape.results.element,
     };
     await writeFile(schemasFile, JSON.stringify(Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema)]))));
     const pythonRoot = path.join(projectRoot, 'clients/python');

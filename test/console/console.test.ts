@@ -164,6 +164,106 @@ describe('web console', () => {
     await fresh.close();
   });
 
+  it('edits a memory in place, shows its history, scopes and metadata, filters, loads more through the cursor and deletes by filter after a dry-run count', async () => {
+    const { url, service } = await serve();
+    const key = await service.addMemory({ userId: 'ops', text: 'Rotate the deploy key monthly', tags: ['ops'], agentId: 'ops-bot', runId: 'run-1', metadata: { project: 'styx' }, ttlSeconds: 86_400 });
+    for (let i = 0; i < 5; i++) await service.addMemory({ userId: 'ops', text: `Scribe note ${i}`, agentId: 'scribe' });
+    for (const text of ['Lethe kickoff on Monday', 'Lethe budget approved']) await service.addMemory({ userId: 'ops', text, metadata: { project: 'lethe' } });
+    const { page, close } = await openConsole(url);
+    await page.locator('#token-view').waitFor({ state: 'visible' });
+    await page.fill('#token', TOKEN);
+    await page.click('#token-form button');
+    await page.locator('#views').waitFor({ state: 'visible' });
+    await page.fill('#user', 'ops');
+    await page.dispatchEvent('#user', 'change');
+    const texts = () => page.locator('#browse-results li.memory .text').allTextContents();
+    const count = (n: number) => page.waitForFunction((expected) => document.querySelectorAll('#browse-results li.memory').length === expected, n);
+
+    // Load more: pages of 3 through the cursor, until none is left.
+    await page.click('nav button[data-view=browse]');
+    await page.fill('#browse-limit', '3');
+    await page.click('#browse-form button[type=submit]');
+    await count(3);
+    expect(await page.locator('#browse-more').isVisible()).toBe(true);
+    await page.click('#browse-more');
+    await count(6);
+    await shot(page, '8-browse-load-more');
+    await page.click('#browse-more');
+    await count(8);
+    expect(await page.locator('#browse-more').isHidden()).toBe(true);
+    expect(await texts()).toEqual(['Lethe budget approved', 'Lethe kickoff on Monday', ...[4, 3, 2, 1, 0].map((i) => `Scribe note ${i}`), 'Rotate the deploy key monthly']);
+
+    // Filters: agent, run, tag, metadata key=value, a time window; the memory shows its scopes, metadata and expiry.
+    await page.fill('#browse-limit', '50');
+    await page.fill('#browse-agent', 'ops-bot');
+    await page.fill('#browse-run', 'run-1');
+    await page.fill('#browse-tag', 'ops');
+    await page.fill('#browse-meta', 'project=styx');
+    await page.fill('#browse-since', '2020-01-01');
+    await page.click('#browse-form button[type=submit]');
+    await count(1);
+    const item = page.locator('#browse-results li.memory').first();
+    expect(await item.locator('.scope').allTextContents()).toEqual(['agent ops-bot', 'run run-1']);
+    expect(await item.locator('.meta-pair').allTextContents()).toEqual(['project="styx"']);
+    expect(await item.locator('.expires').textContent()).toMatch(/^expires \d{4}-\d\d-\d\d \d\d:\d\d$/);
+    await shot(page, '9-browse-filtered');
+    await page.fill('#browse-until', '2021-01-01');
+    await page.click('#browse-form button[type=submit]');
+    await page.locator('#browse-results li.empty').waitFor();
+
+    // Edit in place: text, tags, importance, metadata, scopes (empty clears) and expiry (empty: never).
+    await page.fill('#browse-until', '');
+    await page.click('#browse-form button[type=submit]');
+    await count(1);
+    await item.locator('button.edit').click();
+    await item.locator('form.edit').waitFor();
+    await item.locator('.edit-text').fill('Rotate the deploy key every two weeks');
+    await item.locator('.edit-tags').fill('ops, security');
+    await item.locator('.edit-importance').fill('0.9');
+    await item.locator('.edit-metadata').fill('{"project": "styx", "owner": "ana"}');
+    await item.locator('.edit-agent').fill('sec-bot');
+    await item.locator('.edit-run').fill('');
+    await item.locator('.edit-expires').fill('');
+    await shot(page, '10-edit');
+    await item.locator('button.save-edit').click();
+    await page.locator('#status', { hasText: 'Saved as version 2.' }).waitFor();
+    const edited = await service.get('ops', key.id);
+    expect(edited).toMatchObject({ text: 'Rotate the deploy key every two weeks', tags: ['ops', 'security'], importance: 0.9, metadata: { project: 'styx', owner: 'ana' }, agent_id: 'sec-bot', version: 2 });
+    expect(edited.run_id).toBeUndefined();
+    expect(edited.expires_at).toBeUndefined();
+    const saved = page.locator(`#browse-results li[data-id="${key.id}"]`);
+    expect(await saved.locator('.scope').allTextContents()).toEqual(['agent sec-bot']);
+
+    // History: every version, oldest first.
+    await saved.locator('button.history').click();
+    await saved.locator('ol.history li').nth(1).waitFor();
+    expect(await saved.locator('ol.history li .text').allTextContents()).toEqual(['Rotate the deploy key monthly', 'Rotate the deploy key every two weeks']);
+    expect(await saved.locator('ol.history li').first().textContent()).toContain('agent ops-bot, run run-1');
+    await shot(page, '11-history');
+
+    // Delete by filter: the dry-run count first; cancel deletes nothing, yes deletes the matches.
+    for (const id of ['#browse-agent', '#browse-run', '#browse-tag', '#browse-since']) await page.fill(id, '');
+    await page.fill('#browse-meta', 'project=lethe');
+    await page.click('#browse-form button[type=submit]');
+    await count(2);
+    await page.click('#browse-delete');
+    await page.locator('#delete-confirm', { hasText: '2 memories match these filters. Delete them for good?' }).waitFor();
+    await shot(page, '12-delete-by-filter');
+    await page.click('#delete-confirm button.cancel-delete-matching');
+    expect((await service.list({ userId: 'ops', limit: 50 })).length).toBe(8);
+    await page.click('#browse-delete');
+    await page.click('#delete-confirm button.confirm-delete-matching');
+    await page.locator('#status', { hasText: 'Deleted 2.' }).waitFor();
+    await page.locator('#browse-results li.empty').waitFor();
+    expect((await service.list({ userId: 'ops', limit: 50 })).map((memory) => memory.text)).not.toContain('Lethe budget approved');
+    expect((await service.list({ userId: 'ops', limit: 50 })).length).toBe(6);
+    await page.fill('#browse-meta', '');
+    await page.click('#browse-delete');
+    await page.locator('#status.error', { hasText: 'Delete by filter needs an agent, a run, a tag or a metadata pair first.' }).waitFor();
+    await close();
+    console.log(`console screenshots: ${shots}`);
+  });
+
   it('renders the API reference at /docs offline', async () => {
     const { url } = await serve();
     const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });

@@ -37,7 +37,7 @@ function jsonValues(text: string): any[] {
 }
 
 /** The snippets this file runs, by name. */
-const RUN = ['quick-start', 'where-curl', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk'];
+const RUN = ['quick-start', 'where-curl', 'batch-curl', 'multi-user-curl', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk'];
 /** Languages whose blocks are programs a reader runs as they are (the rest: layouts, configuration, shell steps that need a host). */
 const RUNNABLE = new Set(['js', 'javascript', 'ts', 'typescript', 'python', 'py']);
 
@@ -108,6 +108,24 @@ describe('the code blocks of the README and docs/', () => {
     expect(stored).toMatchObject({ agent_id: 'ops-bot', metadata: { project: 'styx' } });
     expect(found.map((hit: { id: string }) => hit.id)).toEqual([stored.id]);
     expect(refused.error).toBe('where.$or[1].importance: must be a number');
+  });
+
+  it('batch writes (curl)', async () => {
+    const server = await serve();
+    const script = (await snippet('batch-curl')).replaceAll('localhost:8751', server.url.replace('http://', ''));
+    const [answer] = jsonValues((await run('bash', ['-e', '-c', script], await tempDir(), {})).join('\n'));
+    expect(answer.results.map((result: { status: number }) => result.status)).toEqual([201, 201, 400, 404]);
+    expect(answer.results[2].error).toBe('operations[2].text: is required');
+    expect(await new MemoryPoolClient({ url: server.url, token: '' }).list({ user_id: 'alice' })).toHaveLength(2);
+  });
+
+  it('several users at once (curl)', async () => {
+    const server = await serve();
+    const script = (await snippet('multi-user-curl')).replaceAll('localhost:8751', server.url.replace('http://', ''));
+    const [ann, team, found, page] = jsonValues((await run('bash', ['-e', '-c', script], await tempDir(), {})).join('\n'));
+    expect(found.map((hit: { id: string; user_id: string }) => [hit.id, hit.user_id]).sort()).toEqual([[ann.id, 'ann'], [team.id, 'team']].sort());
+    expect(page.memories.map((memory: { id: string }) => memory.id)).toEqual([team.id]);
+    expect(page.next_cursor).toEqual(expect.any(String));
   });
 
   it('TypeScript client', async () => {

@@ -48,8 +48,10 @@ describe('MCP over streamable HTTP at /mcp', () => {
     const { url } = await serve({ grants: [{ digest, userPrefixes: ['team-a/'] }] });
     const client = await connect(url, { 'x-api-key': 'team-a-token' });
     await callJson(client, 'remember', { text: 'allowed', user_id: 'team-a/alice' });
-    expect(await callError(client, 'remember', { text: 'not allowed', user_id: 'team-b/bob' })).toBe('These credentials do not cover this user');
-    expect(await callError(client, 'recall', { query: 'allowed' })).toBe('These credentials do not cover this user');
+    expect(await callError(client, 'remember', { text: 'not allowed', user_id: 'team-b/bob' })).toBe('These credentials do not cover user "team-b/bob"');
+    expect(await callError(client, 'recall', { query: 'allowed' })).toBe('These credentials do not cover user "default"');
+    // Several users: every one must be covered, and the refusal names the first that is not.
+    expect(await callError(client, 'recall', { query: 'allowed', user_ids: ['team-a/alice', 'team-b/bob', 'team-c/carl'] })).toBe('These credentials do not cover user "team-b/bob"');
     expect(await callJson(client, 'memory_stats', {})).toMatchObject({ count: 1, users: 1 });
   });
 

@@ -57,4 +57,26 @@ describe.each(TWO_SERVICES)('expiry (%s)', (_name, open) => {
       null,
     ]);
   });
+
+  it('leaves expired memories out of the counts from their instant on, before any sweep', async () => {
+    const clock = testClock();
+    const [a, b] = await open({ clock: clock.now });
+    await a.addMemory({ userId: 'u', text: 'brief one', ttlSeconds: 60, metadata: { expires_at: 'not the field' } });
+    await a.addMemory({ userId: 'u', text: 'lasting one', tags: ['keep'] });
+    const updated = await a.addMemory({ userId: 'v', text: 'brief two', expiresAtMs: clock.now() + 30_000 });
+    // A version in its history expires: only the memory's own expiry counts.
+    await a.updateMemory({ userId: 'v', id: updated.id, expiresAtMs: null });
+    await a.addMemory({ userId: 'v', text: 'brief three', ttlSeconds: 45 });
+    const perUser = async (service: MemoryService) => Object.fromEntries((await service.stats()).per_user.map((entry) => [entry.user_id, entry.count]));
+    expect(await a.memoryCount()).toBe(4);
+    clock.advance(60_000);
+    // a holds both users; b holds neither (its figures come from the store's files or rows).
+    expect(await a.memoryCount()).toBe(2);
+    for (const service of [a, b]) {
+      expect(await perUser(service)).toEqual({ u: 1, v: 1 });
+      expect((await service.stats()).count).toBe(2);
+    }
+    await a.sweepExpired();
+    expect(await b.memoryCount()).toBe(2);
+  });
 });

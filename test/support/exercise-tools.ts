@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 
-export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'memory_stats'];
+export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'write_memories', 'memory_stats'];
 
 /** The JSON a tool answered with (its one text block); fails the test on a tool error. */
 export async function callJson(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
@@ -27,7 +27,7 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   }
   const recall = tools.find((tool) => tool.name === 'recall')!;
   expect(recall.inputSchema.required).toEqual(['query']);
-  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'limit', 'explain', 'user_id']);
+  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'limit', 'explain', 'user_id', 'user_ids']);
   expect(tools.find((tool) => tool.name === 'update_memory')!.inputSchema.required).toEqual(['id']);
 
   const dog = await callJson(client, 'remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });
@@ -71,6 +71,14 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   expect(await callJson(client, 'forget_matching', { where: { agent_id: 'scheduler' }, dry_run: true, user_id: 'caroline' })).toEqual({ deleted: 1, dry_run: true });
   expect(await callError(client, 'forget_matching', { where: {}, user_id: 'caroline' })).toBe('where: must hold at least one condition');
   expect(await callJson(client, 'forget_matching', { where: { agent_id: 'scheduler' }, user_id: 'caroline' })).toEqual({ deleted: 1, dry_run: false });
+
+  const batch = await callJson(client, 'write_memories', {
+    user_id: 'caroline',
+    operations: [{ op: 'add', text: 'Caroline plays the violin', tags: ['music'] }, { op: 'update', id: 'nope', text: 'x' }, { op: 'add' }],
+  });
+  expect(batch.results.map((result: { status: number }) => result.status)).toEqual([201, 404, 400]);
+  expect(batch.results[2].error).toBe('operations[2].text: is required');
+  expect(await callJson(client, 'write_memories', { user_id: 'caroline', operations: [{ op: 'delete', id: batch.results[0].memory.id }] })).toEqual({ results: [{ status: 200, deleted: batch.results[0].memory.id }] });
 
   const listed = await callJson(client, 'list_memories', { user_id: 'caroline' });
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);

@@ -42,12 +42,34 @@ class AgainstRealServer(unittest.TestCase):
             client.find("venue", where={"$or": [{"importance": "high"}]}, user_id="caroline")
         self.assertEqual(bad_where.exception.reason, "where.$or[0].importance: must be a number")
         self.assertEqual(client.update(planner["id"], agent_id="coordinator", user_id="caroline")["agent_id"], "coordinator")
+        # None clears a scope or the expiry on update; a keyword left out leaves it as it is.
+        scoped = client.remember("Caroline drafts the agenda", agent_id="scribe", run_id="r2", ttl_seconds=3600, user_id="caroline")
+        self.assertIn("expires_at", scoped)
+        cleared = client.update(scoped["id"], agent_id=None, expires_at=None, user_id="caroline")
+        self.assertNotIn("agent_id", cleared)
+        self.assertNotIn("expires_at", cleared)
+        self.assertEqual((cleared["run_id"], cleared["version"]), ("r2", 2))
+        self.assertEqual(client.forget(scoped["id"], user_id="caroline"), {"deleted": scoped["id"]})
         first = client.list_page(limit=2, user_id="caroline")
         self.assertEqual([m["id"] for m in first["memories"]], [planner["id"], job["id"]])
         self.assertEqual(client.list_page(limit=2, cursor=first["next_cursor"], user_id="caroline"), {"memories": [dog], "next_cursor": None})
         self.assertEqual([m["id"] for m in client.list_all(limit=1, user_id="caroline")], [planner["id"], job["id"], dog["id"]])
         self.assertEqual(client.forget_where({"agent_id": "coordinator"}, dry_run=True, user_id="caroline"), {"deleted": 1, "dry_run": True})
         self.assertEqual(client.forget_where({"agent_id": "coordinator"}, user_id="caroline"), {"deleted": 1, "dry_run": False})
+
+        # Several users at once: merged, each hit carrying its user_id.
+        other = client.remember("Caroline's team adopted a rescue cat", user_id="caroline-team")
+        across = client.recall("rescue", user_id="caroline", user_ids=["caroline-team"])
+        self.assertEqual({hit["user_id"] for hit in across}, {"caroline", "caroline-team"})
+        self.assertEqual([m["id"] for m in client.list(user_ids=["caroline-team", "caroline"], limit=1)], [other["id"]])
+        self.assertEqual(client.forget(other["id"], user_id="caroline-team"), {"deleted": other["id"]})
+
+        # A batch: each operation answered in order; an invalid one refuses only itself.
+        batch = client.batch([{"op": "add", "text": "Caroline paints"}, {"op": "update", "id": dog["id"], "importance": 0.9}, {"op": "add"}], user_id="caroline")
+        self.assertEqual([result["status"] for result in batch["results"]], [201, 200, 400])
+        self.assertEqual(batch["results"][2]["error"], "operations[2].text: is required")
+        dog = batch["results"][1]["memory"]
+        self.assertEqual(client.batch([{"op": "delete", "id": batch["results"][0]["memory"]["id"]}], user_id="caroline")["results"][0]["status"], 200)
 
         self.assertEqual(client.forget(job["id"], user_id="caroline"), {"deleted": job["id"]})
         with self.assertRaises(NotFoundError) as missing:

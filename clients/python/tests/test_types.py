@@ -24,6 +24,8 @@ PAIRS = {
     "searchAnswer": _types.SearchAnswer,
     "listPage": _types.ListPage,
     "deletedCount": _types.DeletedCount,
+    "batchAnswer": _types.BatchAnswer,
+    "batchResult": _types.BatchResult,
 }
 
 

@@ -4,6 +4,8 @@ import { memoryQuery } from './query.js';
 import type {
   AddAnswer,
   AddParams,
+  BatchAnswer,
+  BatchParams,
   Deleted,
   DeletedCount,
   DeletedUser,
@@ -58,7 +60,7 @@ const MAX_RETRY_AFTER_MS = 60_000;
 interface Call {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
-  query?: Record<string, string | undefined>;
+  query?: Record<string, string | string[] | undefined>;
   body?: unknown;
   /**
    * Whether a call that got no answer (connection lost, timeout) may be sent again: true where a
@@ -134,6 +136,11 @@ export class MemoryPoolClient implements MemoryPoolApi {
   /** Deletes every memory matching (or, with dry_run, counts them); a repeat deletes nothing more. */
   forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount> {
     return this.call({ method: 'POST', path: '/mem/delete', body: params, idempotent: true }, options);
+  }
+
+  /** Up to 1,000 adds, updates and deletes of one user, written together; each answered in `results`. Not retried without an answer: its adds would store twice. */
+  batch(params: BatchParams, options?: RequestOptions): Promise<BatchAnswer> {
+    return this.call({ method: 'POST', path: '/mem/batch', body: params, idempotent: false }, options);
   }
 
   listAll(params: Omit<ListPageParams, 'cursor'> = {}, options?: RequestOptions): AsyncIterable<Memory> {
@@ -234,8 +241,9 @@ function memoryPath(id: string): string {
   return `/mem/${encodeURIComponent(id)}`;
 }
 
-function queryString(query: Record<string, string | undefined> = {}): string {
-  const entries = Object.entries(query).filter((entry): entry is [string, string] => entry[1] !== undefined);
+function queryString(query: Record<string, string | string[] | undefined> = {}): string {
+  // An array is the parameter repeated (several users).
+  const entries = Object.entries(query).flatMap(([key, value]) => (value === undefined ? [] : [value].flat().map((item): [string, string] => [key, item])));
   return entries.length === 0 ? '' : `?${new URLSearchParams(entries)}`;
 }
 

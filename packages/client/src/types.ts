@@ -150,10 +150,12 @@ export interface RememberParams {
 
 /**
  * What recall and list filter on: `tag`, `filter` (metadata that must match, sent as
- * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time).
+ * `meta.<key>=<value>`), `since` and `until` (ISO 8601 or Unix milliseconds, on the memory's time);
+ * whose: `user_id`, or up to 16 users as `user_ids` (or an array of `user_id`), answered merged.
  */
 export interface MemoryFilters {
-  user_id?: string;
+  user_id?: string | string[];
+  user_ids?: string[];
   agent_id?: string;
   run_id?: string;
   tag?: string;
@@ -211,6 +213,27 @@ export interface UpdateParams {
   user_id?: string;
 }
 
+/** One operation of `POST /mem/batch`: an add (the fields of remember), an update (of update, with the id) or a delete. */
+export type BatchOperation =
+  | ({ op: 'add' } & Omit<RememberParams, 'user_id'>)
+  | ({ op: 'update'; id: string } & Omit<UpdateParams, 'user_id'>)
+  | { op: 'delete'; id: string };
+/** `POST /mem/batch`: up to 1,000 operations of one user, applied in order and written together. */
+export interface BatchParams {
+  operations: BatchOperation[];
+  user_id?: string;
+}
+/** Each operation's answer in order: `status` as its own route would give it, with the memory, the id deleted or the error. */
+export interface BatchAnswer {
+  results: {
+    /** 201 added, 200 updated or deleted, 400 invalid, 404 not found. */
+    status: number;
+    memory?: Memory;
+    deleted?: string;
+    error?: string;
+  }[];
+}
+
 /** The BIT envelope of `POST /invoke`: `params.action` names the operation. */
 export interface InvokePayload {
   tool_id?: unknown;
@@ -239,6 +262,7 @@ export interface MemoryPoolApi {
   find(params: FindParams, options?: RequestOptions): Promise<ScoredMemory[]>;
   listPage(params?: ListPageParams, options?: RequestOptions): Promise<ListPage>;
   forgetWhere(params: ForgetWhereParams, options?: RequestOptions): Promise<DeletedCount>;
+  batch(params: BatchParams, options?: RequestOptions): Promise<BatchAnswer>;
   /** Every memory that matches, newest first, a page (of `limit`, default 1,000) at a time: `for await (const m of pool.listAll(...))`. */
   listAll(params?: Omit<ListPageParams, 'cursor'>, options?: RequestOptions): AsyncIterable<Memory>;
   get(id: string, params?: UserScope, options?: RequestOptions): Promise<Memory>;

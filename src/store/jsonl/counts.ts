@@ -57,8 +57,12 @@ async function readHeader(file: string): Promise<ReturnType<typeof sidecarHeader
   }
 }
 
-/** Memories (whole lines) and distinct session ids in the user's file, read from the bytes without parsing a line. */
-export async function countSessions(layout: UserLayout, userId: string): Promise<{ count: number; sessions: number }> {
+/**
+ * Memories (whole lines) and distinct session ids in the user's file, read from the bytes without
+ * parsing a line; with `nowMs`, not counting the memories expired by then (only a line that
+ * mentions `expires_at` at all is parsed, to read its own, not a metadata key's or a version's).
+ */
+export async function countSessions(layout: UserLayout, userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
   const read = await readMemories(layout, userId);
   if (!read) return { count: 0, sessions: 0 };
   const { content } = read;
@@ -66,7 +70,7 @@ export async function countSessions(layout: UserLayout, userId: string): Promise
   let count = 0;
   let start = 0;
   for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
-    if (end > start) {
+    if (end > start && !(nowMs !== undefined && expiredLine(content, start, end, nowMs))) {
       count++;
       const key = indexIn(content, SESSION_KEY, start, end);
       if (key !== -1 && key < end) {
@@ -77,4 +81,17 @@ export async function countSessions(layout: UserLayout, userId: string): Promise
     start = end + 1;
   }
   return { count, sessions: sessions.size };
+}
+
+const EXPIRES_KEY = Buffer.from('"expires_at":');
+
+function expiredLine(content: Buffer, start: number, end: number, nowMs: number): boolean {
+  const key = indexIn(content, EXPIRES_KEY, start, end);
+  if (key === -1 || key >= end) return false;
+  try {
+    const expiresAt = (JSON.parse(content.toString('utf8', start, end)) as { expires_at?: unknown }).expires_at;
+    return typeof expiresAt === 'string' && Date.parse(expiresAt) <= nowMs;
+  } catch {
+    return false;
+  }
 }

@@ -26,6 +26,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Union
 from ._errors import APIConnectionError, APITimeoutError, MemoryPoolError, error_from_answer
 from ._types import (
     AddAnswer,
+    BatchAnswer,
     Deleted,
     DeletedCount,
     DeletedUser,
@@ -46,6 +47,16 @@ RETRYABLE_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 MAX_RETRY_AFTER = 60.0
 
 FilterValue = Union[str, int, float, bool]
+
+
+class _Unset:
+    """A keyword left out (so None can mean "clear it")."""
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET = _Unset()
 
 
 @dataclass(frozen=True)
@@ -125,9 +136,11 @@ class MemoryPoolClient:
         metadata: Optional[Metadata] = None,
         agent_id: Optional[str] = None,
         run_id: Optional[str] = None,
+        expires_at: Optional[Union[str, int]] = None,
+        ttl_seconds: Optional[float] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
-        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "source": source, "metadata": metadata, "agent_id": agent_id, "run_id": run_id, "user_id": user_id})
+        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "source": source, "metadata": metadata, "agent_id": agent_id, "run_id": run_id, "expires_at": expires_at, "ttl_seconds": ttl_seconds, "user_id": user_id})
         return cast(Memory, self._call(_Call("POST", "/mem", body=body, idempotent=False)))
 
     def recall(
@@ -143,9 +156,11 @@ class MemoryPoolClient:
         agent_id: Optional[str] = None,
         run_id: Optional[str] = None,
         user_id: Optional[str] = None,
+        user_ids: Optional[Sequence[str]] = None,
     ) -> List[ScoredMemory]:
-        """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds."""
-        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=user_id)
+        """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds;
+        `user_ids` (up to 16, with `user_id`) searches several users at once, merged by score."""
+        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[ScoredMemory], self._call(_Call("GET", "/mem/search", query=query_string)))
 
     def list(
@@ -159,9 +174,10 @@ class MemoryPoolClient:
         agent_id: Optional[str] = None,
         run_id: Optional[str] = None,
         user_id: Optional[str] = None,
+        user_ids: Optional[Sequence[str]] = None,
     ) -> List[Memory]:
-        """Newest first."""
-        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=user_id)
+        """Newest first; `user_ids` (up to 16, with `user_id`) lists several users at once, merged newest first."""
+        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[Memory], self._call(_Call("GET", "/mem/list", query=query_string)))
 
     def find(self, query: str, *, where: Optional[Mapping[str, Any]] = None, **fields: Any) -> List[ScoredMemory]:
@@ -178,6 +194,12 @@ class MemoryPoolClient:
         """Deletes every memory matching `where` and the other filters (POST /mem/delete); with dry_run=True only counts them."""
         body = _drop_none({"where": dict(where), "dry_run": dry_run, **fields})
         return cast(DeletedCount, self._call(_Call("POST", "/mem/delete", body=body)))
+
+    def batch(self, operations: Sequence[Mapping[str, Any]], *, user_id: Optional[str] = None) -> BatchAnswer:
+        """Up to 1,000 adds, updates and deletes of one user (POST /mem/batch), applied in order and written together;
+        each answered in `results` with its own status. Not retried without an answer: its adds would store twice."""
+        body = _drop_none({"operations": [dict(operation) for operation in operations], "user_id": user_id})
+        return cast(BatchAnswer, self._call(_Call("POST", "/mem/batch", body=body, idempotent=False)))
 
     def list_all(self, *, limit: int = 1000, **fields: Any) -> Iterator[Memory]:
         """Every memory that matches, newest first, fetched a page (of `limit`) at a time as the loop reads on."""
@@ -200,12 +222,17 @@ class MemoryPoolClient:
         tags: Optional[Sequence[str]] = None,
         importance: Optional[float] = None,
         metadata: Optional[Metadata] = None,
-        agent_id: Optional[str] = None,
-        run_id: Optional[str] = None,
+        agent_id: Union[str, None, _Unset] = UNSET,
+        run_id: Union[str, None, _Unset] = UNSET,
+        expires_at: Union[str, int, None, _Unset] = UNSET,
+        ttl_seconds: Optional[float] = None,
         user_id: Optional[str] = None,
     ) -> Memory:
-        """Changes any of the fields (at least one); a repeat sets the same values."""
-        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata, "agent_id": agent_id, "run_id": run_id})
+        """Changes any of the fields (at least one); a repeat sets the same values. `agent_id=None`,
+        `run_id=None` and `expires_at=None` clear the scope or the expiry (left out: unchanged)."""
+        body = _drop_none({"text": text, "tags": None if tags is None else list(tags), "importance": importance, "metadata": metadata, "ttl_seconds": ttl_seconds})
+        # None is a value here (null clears it); only what was not given stays out of the body.
+        body.update({key: value for key, value in (("agent_id", agent_id), ("run_id", run_id), ("expires_at", expires_at)) if not isinstance(value, _Unset)})
         return cast(Memory, self._call(_Call("PATCH", _memory_path(id), query={"user_id": user_id}, body=body)))
 
     def history(self, id: str, *, user_id: Optional[str] = None) -> MemoryHistory:
@@ -304,12 +331,18 @@ def retry_after_seconds(headers: Mapping[str, str]) -> Optional[float]:
         return None
 
 
-def _filters(*, filter: Optional[Mapping[str, FilterValue]] = None, **fields: Any) -> Dict[str, str]:
-    """The query string of /mem/search and /mem/list, as the TypeScript client sends it (`filter` as `meta.<key>`)."""
-    query = {key: _text(value) for key, value in fields.items() if value is not None}
+def _filters(*, filter: Optional[Mapping[str, FilterValue]] = None, **fields: Any) -> Dict[str, Any]:
+    """The query string of /mem/search and /mem/list, as the TypeScript client sends it (`filter` as `meta.<key>`, several users as `user_id` repeated)."""
+    query: Dict[str, Any] = {key: value if isinstance(value, list) else _text(value) for key, value in fields.items() if value is not None}
     for key, value in (filter or {}).items():
         query["meta." + key] = _text(value)
     return query
+
+
+def _users(user_id: Optional[str], user_ids: Optional[Sequence[str]]) -> Union[str, List[str], None]:
+    """The users a read names: one as it is, several as a list (sent as `user_id` repeated)."""
+    users = ([] if user_id is None else [user_id]) + list(user_ids or [])
+    return None if not users else users[0] if len(users) == 1 else users
 
 
 def _text(value: Any) -> str:
@@ -322,7 +355,7 @@ def _memory_path(id: str) -> str:
 
 def _query_string(query: Optional[Mapping[str, Any]]) -> str:
     present = {key: value for key, value in (query or {}).items() if value is not None}
-    return "?" + urllib.parse.urlencode(present, quote_via=urllib.parse.quote) if present else ""
+    return "?" + urllib.parse.urlencode(present, doseq=True, quote_via=urllib.parse.quote) if present else ""
 
 
 def _drop_none(fields: Dict[str, Any]) -> Dict[str, Any]:

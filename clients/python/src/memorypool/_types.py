@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 __all__ = [
     "AddAnswer",
+    "BatchAnswer",
+    "BatchResult",
     "Deleted",
     "DeletedCount",
     "DeletedUser",
@@ -163,3 +165,19 @@ class ListPage(TypedDict):
 class DeletedCount(TypedDict):
     deleted: int
     dry_run: bool
+
+
+class _BatchResult(TypedDict):
+    status: int
+
+
+class BatchResult(_BatchResult, total=False):
+    """One operation of a batch: `status` as its own route would give it, with the memory, the id deleted or the error."""
+
+    memory: Memory
+    deleted: str
+    error: str
+
+
+class BatchAnswer(TypedDict):
+    results: List[BatchResult]
