@@ -1,6 +1,7 @@
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import { createError, type AppError } from '../errors.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
+import type { PreparedSearch } from '../retrieval/corpus/user-corpus.js';
 import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
 import { duplicateKey, hitContent, matchesFilter, memoryTime, publicMemory } from './memory-records.js';
@@ -21,7 +22,10 @@ export async function searchMemories(service: ServiceContext, unbounded: SearchR
   if ((service.cache.peek(request.userId)?.records.size ?? 0) > 0) encoding.start();
   const state = await service.existingUser(request.userId);
   if (!state || state.records.size === 0) return [];
-  return rankUser(service, request, state, await encoding.start(), overrides);
+  const vectors = encoding.start();
+  // What needs no vector (BM25, the cues, the candidates) is scored while the encoder runs.
+  const prepared = prepareUser(service, request, state, overrides);
+  return rankUser(prepared, state, await vectors);
 }
 
 /**
@@ -35,9 +39,11 @@ export async function searchUsers(service: ServiceContext, userIds: readonly str
   if (userIds.some((userId) => (service.cache.peek(userId)?.records.size ?? 0) > 0)) encoding.start();
   const states = (await Promise.all(userIds.map((userId) => service.existingUser(userId)))).filter((state): state is UserState => state !== null && state.records.size > 0);
   if (states.length === 0) return [];
-  const vectors = await encoding.start();
+  const encoded = encoding.start();
+  const prepared = states.map((state) => prepareUser(service, { ...request, userId: state.userId }, state, overrides));
+  const vectors = await encoded;
   const merged = states
-    .flatMap((state) => rankUser(service, { ...request, userId: state.userId }, state, vectors, overrides))
+    .flatMap((state, i) => rankUser(prepared[i]!, state, vectors))
     .sort((a, b) => b.score - a.score || memoryTime(b.memory) - memoryTime(a.memory));
   if (request.collapseDuplicates === false || overrides.collapseDuplicates === false) return merged.slice(0, request.limit);
   const kept = new Map<string, SearchHit>();
@@ -65,12 +71,16 @@ function queryEncoding(service: ServiceContext, request: SearchRequest): { start
   };
 }
 
-/** One user's hits for the request, its vectors given. */
-function rankUser(service: ServiceContext, request: SearchRequest, state: UserState, vectors: Float32Array[], overrides: SearchOverrides): SearchHit[] {
+/** One user's search as far as it goes without the query's vectors. */
+function prepareUser(service: ServiceContext, request: SearchRequest, state: UserState, overrides: SearchOverrides): { request: SearchRequest; search: PreparedSearch } {
   const plan = planQuery(request, queryTexts(request), state.corpus, service.weights, overrides);
-  const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights);
+  return { request, search: state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights) };
+}
+
+/** One user's hits for the prepared request, its vectors given. */
+function rankUser(prepared: { request: SearchRequest; search: PreparedSearch }, state: UserState, vectors: Float32Array[]): SearchHit[] {
   // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
-  const ranked = state.corpus.rank(prepared, vectors, request.limit);
+  const ranked = state.corpus.rank(prepared.search, vectors, prepared.request.limit);
   const hits: SearchHit[] = [];
   for (const { seq, score, explanation, duplicates } of ranked) {
     const record = state.bySeq.get(seq);

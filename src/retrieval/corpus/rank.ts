@@ -1,6 +1,7 @@
 import { fuseColumns, fuseScore, partsAt, withNeighbours, type CueColumns, type FusedColumns, type ScoreTerm } from '../fuse-scores.js';
 import type { RetrievalWeights } from '../retrieval-config.js';
 import type { CorpusQuery, RankedUnit } from './corpus-types.js';
+import { rankedPrefix } from './ranked-order.js';
 
 /** What the rank reads of the slot layout (`SlotLayout` is one): seqs, turn neighbours, message and text ids. */
 export interface RankLayout {
@@ -69,12 +70,31 @@ export function rankCandidates(
 
   const score = fuseColumns(columns, count);
   const seqs = new Float64Array(count);
-  const order = new Uint32Array(count);
-  for (let i = 0; i < count; i++) {
-    seqs[i] = layout.units[candidates[i]].seq;
-    order[i] = i;
-  }
-  const ranked = order.sort((a, b) => score[b] - score[a] || seqs[b] - seqs[a]);
+  for (let i = 0; i < count; i++) seqs[i] = layout.units[candidates[i]].seq;
+  // Enough of the order for `limit` survivors in all but unusual answers (a message split into
+  // many units, many copies of one text); the whole order otherwise.
+  const prefix = rankedPrefix(score, seqs, count, limit * PREFIX_PER_RESULT + PREFIX_SLACK);
+  const out = collect(prefix, input, layout, columns, score, seqs, query, limit);
+  return out.length >= limit || prefix.length === count ? out : collect(rankedPrefix(score, seqs, count, count), input, layout, columns, score, seqs, query, limit);
+}
+
+/** How much of the order is sorted first: this many candidates per result wanted, plus the slack. */
+const PREFIX_PER_RESULT = 4;
+const PREFIX_SLACK = 32;
+
+/** The answer from the order (or its prefix): one result per message and (collapsing) per text, up to `limit`. */
+function collect(
+  ranked: Uint32Array,
+  input: RankInput,
+  layout: RankLayout,
+  columns: FusedColumns,
+  score: Float64Array,
+  seqs: Float64Array,
+  query: Pick<CorpusQuery, 'collapseDuplicates' | 'explain'>,
+  limit: number,
+): RankedUnit[] {
+  const { candidates } = input;
+  const count = candidates.length;
   // Copies of one text among the candidates, so that the one answered can say how many it stands for.
   const copies = query.collapseDuplicates ? new Int32Array(layout.textCount) : null;
   if (copies) for (let i = 0; i < count; i++) copies[layout.text[candidates[i]]]++;
