@@ -2,7 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Progress } from '../../src/cli/progress.js';
 import type { BenchQuestion } from '../benchmark.js';
-import { benchmarkOf, gitCommit, ingestAll, withService, type EvalOptions, type ProgressFactory } from '../evaluate.js';
+import { SEARCH_CONCURRENCY, benchmarkOf, gitCommit, ingestAll, withService, type EvalOptions, type ProgressFactory } from '../evaluate.js';
 import { evidenceRanks } from '../metrics.js';
 import { mapConcurrent } from '../pool.js';
 import { planAdds } from '../replay-plan.js';
@@ -52,7 +52,7 @@ export async function runQa(options: QaOptions): Promise<QaResults> {
   const retrieve = async (target: ReplayTarget): Promise<SearchAnswer[]> => {
     await ingestAll(target, adds, progress);
     const bar = progress('search', asked.length, 'q');
-    const answers = await mapConcurrent(asked, 8, async (question) => {
+    const answers = await mapConcurrent(asked, SEARCH_CONCURRENCY, async (question) => {
       const answer = await target.search(question, options.topK);
       bar.tick();
       return answer;
