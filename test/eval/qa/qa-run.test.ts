@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../../../src/embedding/hash-embedder.js';
 import { QA_FILES, runQa, type QaOptions } from '../../../eval/qa/qa-run.js';
 import type { QaRecord } from '../../../eval/qa/qa-report.js';
+import { build } from '../../support/helper.js';
 import { tinyLocomo } from '../tiny-locomo.js';
 import { startFakeLlm, type FakeLlm } from './fake-llm.js';
 
@@ -125,5 +126,19 @@ describe('the QA score against a fake OpenAI-compatible endpoint', () => {
     expect(Math.max(...records.map((r) => r.memories))).toBeLessThan(12);
     expect(records.every((r) => r.memories >= 1)).toBe(true);
     expect(small.evidence_in_prompt).toBeLessThan(100);
+  });
+
+  it("scores the same through a server's Add/Search contract (--url), its hits matched back to turns by content", async () => {
+    const { app } = await build();
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    const before = llm.requests.length;
+    const overHttp = await runQa({ ...options, url, out: join(dir, 'http') });
+    expect(overHttp.mode).toBe('http');
+    expect([overHttp.questions, overHttp.judged, overHttp.failed]).toEqual([5, 4, 1]);
+    expect(overHttp.j).toBe(75);
+    expect(overHttp.evidence_in_prompt).toBe(100);
+    // Its own cache: every answer and judgement was asked of the endpoint again.
+    expect(overHttp.calls).toEqual({ made: 8, cached: 0 });
+    expect(llm.requests.length).toBeGreaterThan(before);
   });
 });
