@@ -37,6 +37,10 @@ export interface BenchQuestion {
   evidenceTurns: string[];
   /** Session keys holding the answer (LongMemEval's answer_session_ids; derived for LoCoMo). */
   evidenceSessions: string[];
+  /** The gold answer, for the QA score (LoCoMo's adversarial questions have none). */
+  answer?: string;
+  /** When the question is asked (LongMemEval's question_date), for an answer model resolving "last month". */
+  askedAt?: string;
   /** What cross-validation folds over (default: `userId`); `mergeUsers` keeps the original user here. */
   foldGroup?: string;
 }

@@ -127,25 +127,11 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
   }
 
   const specs = selectSystems(options.systems);
-  const embedder = options.makeEmbedder();
-  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'memorypool-eval-')));
-  const keepData = options.keepData || options.dataDir !== undefined;
-  if (options.dataDir !== undefined) await mkdir(options.dataDir, { recursive: true });
-  // An interrupted run must not leave a temporary copy of the whole benchmark behind.
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (!keepData) rmSync(dataDir, { recursive: true, force: true });
-    process.exit(signal === 'SIGINT' ? 130 : 143);
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  const store = openStore({ dataDir, databaseUrl: options.databaseUrl }, silentLogger());
-  const service = await MemoryService.open({ store, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
   const systems: SystemResult[] = [];
   const questionScores: EvalOutput['questionScores'] = [];
-  let ingest: IngestSummary;
-  try {
+  const { ingest, embedderInfo } = await withService(options, log, async (service, embedder, dataDir) => {
     const target = new ServiceTarget(service, adds);
-    ingest = await ingestAll(target, adds, progress);
+    const ingest = await ingestAll(target, adds, progress);
     log(`ingested ${ingest.units ?? '?'} units in ${ingest.wallSeconds.toFixed(1)} s`);
     if (ingest.alreadyStored > 0) log(`${ingest.alreadyStored} of ${adds.length} Adds were already in ${dataDir}: ingest timings do not measure ingest`);
 
@@ -178,6 +164,46 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
         if (result.scores) questionScores.push({ system: spec.name, scores: result.scores });
       }
     }
+    return { ingest, embedderInfo: { kind: options.embedderKind, modelId: embedder.modelId, dimensions: embedder.dimensions } };
+  });
+
+  return {
+    results: {
+      ...base,
+      mode: 'in-process',
+      embedder: embedderInfo,
+      ingest,
+      systems,
+      durationSeconds: seconds(started),
+    },
+    questionScores,
+  };
+}
+
+/**
+ * Runs `use` on an in-process service over the run's data directory (a temporary one unless
+ * given), then closes it and removes a temporary directory, also when interrupted: an interrupted
+ * run must not leave a copy of the whole benchmark behind.
+ */
+export async function withService<T>(
+  options: Pick<EvalOptions, 'makeEmbedder' | 'dataDir' | 'keepData' | 'databaseUrl' | 'exhaustiveLimit'>,
+  log: (line: string) => void,
+  use: (service: MemoryService, embedder: Embedder, dataDir: string) => Promise<T>,
+): Promise<T> {
+  const embedder = options.makeEmbedder();
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'memorypool-eval-')));
+  const keepData = options.keepData || options.dataDir !== undefined;
+  if (options.dataDir !== undefined) await mkdir(options.dataDir, { recursive: true });
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (!keepData) rmSync(dataDir, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const store = openStore({ dataDir, databaseUrl: options.databaseUrl }, silentLogger());
+  const service = await MemoryService.open({ store, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
+  try {
+    return await use(service, embedder, dataDir);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -186,18 +212,6 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
     if (keepData) log(`service data kept in ${dataDir}`);
     else await rm(dataDir, { recursive: true, force: true });
   }
-
-  return {
-    results: {
-      ...base,
-      mode: 'in-process',
-      embedder: { kind: options.embedderKind, modelId: embedder.modelId, dimensions: embedder.dimensions },
-      ingest,
-      systems,
-      durationSeconds: seconds(started),
-    },
-    questionScores,
-  };
 }
 
 export type ProgressFactory = (label: string, total: number, unit: string) => Progress;
@@ -329,7 +343,7 @@ function markSameAsHybrid(systems: SystemResult[], questionScores: EvalOutput['q
   }
 }
 
-function summarizeDataset(benchmark: Benchmark, adds: number): DatasetSummary {
+export function summarizeDataset(benchmark: Benchmark, adds: number): DatasetSummary {
   const questionsByCategory: Record<string, number> = {};
   for (const question of benchmark.questions) questionsByCategory[question.category] = (questionsByCategory[question.category] ?? 0) + 1;
   return {
@@ -347,7 +361,7 @@ function summarizeDataset(benchmark: Benchmark, adds: number): DatasetSummary {
 }
 
 /** The commit the run measured, marked when the work tree differs from it. */
-function gitCommit(): string {
+export function gitCommit(): string {
   try {
     const head = execFileSync('git', ['rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     // Only the code that shapes the figures counts (new files included), not stray outputs.

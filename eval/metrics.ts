@@ -108,6 +108,16 @@ export function sessionRanking(ranking: Ranking, sessionOf: (item: string) => st
   return sessions;
 }
 
+/**
+ * Rank of the first unit holding a turn of each evidence session, or null: "an evidence session
+ * among the sessions of the first k results". It counts k results, where `sessionRanking` counts
+ * k distinct sessions; third parties publish LoCoMo's session figures the first way.
+ */
+export function sessionUnitRanks(ranking: Ranking, sessionOf: (item: string) => string | undefined, sessions: readonly string[]): Array<number | null> {
+  const sessionsOfUnits = ranking.map((items) => items.map(sessionOf).filter((session): session is string => session !== undefined));
+  return evidenceRanks(sessionsOfUnits, sessions);
+}
+
 /** The per-question record kept in results: enough to recompute every metric. */
 export interface QuestionScore {
   questionId: string;
@@ -116,6 +126,8 @@ export interface QuestionScore {
   turnRanks: Array<number | null>;
   /** Rank of each evidence session in the distinct-session ranking. */
   sessionRanks: Array<number | null>;
+  /** Rank of the first unit from each evidence session (absent in results written before it was kept). */
+  sessionUnitRanks?: Array<number | null>;
   /** Units returned. */
   returned: number;
   /** Per evidence turn, the words read through the first unit holding it (absent when contents are unknown). */
@@ -135,6 +147,7 @@ export function scoreQuestion(
     category: question.category,
     turnRanks: evidenceRanks(ranking, question.evidenceTurns),
     sessionRanks: evidenceRanks(sessionRanking(ranking, sessionOf), question.evidenceSessions),
+    sessionUnitRanks: sessionUnitRanks(ranking, sessionOf, question.evidenceSessions),
     returned: ranking.length,
   };
   if (words !== undefined) {
@@ -168,6 +181,8 @@ export interface MetricSet {
   turn: LevelMetrics;
   /** Evidence sessions, over the distinct-session ranking. */
   session: LevelMetrics;
+  /** Evidence sessions among the sessions of the first k results (present when every score kept its unit ranks). */
+  sessionInResults?: LevelMetrics;
 }
 
 /** Means over questions; a question without evidence at a level does not count at that level. */
@@ -177,6 +192,9 @@ export function summarize(scores: readonly QuestionScore[]): MetricSet {
     turn: summarizeLevel(scores.map((score) => score.turnRanks)),
     session: summarizeLevel(scores.map((score) => score.sessionRanks)),
   };
+  if (scores.length > 0 && scores.every((score) => score.sessionUnitRanks !== undefined)) {
+    set.sessionInResults = summarizeLevel(scores.map((score) => score.sessionUnitRanks!));
+  }
   const withWords = scores.filter((score) => score.turnWordEnds !== undefined && score.turnRanks.length > 0);
   if (withWords.length > 0) {
     const items = withWords.reduce((sum, score) => sum + score.returned, 0);

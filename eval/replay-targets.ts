@@ -18,6 +18,8 @@ export interface SearchAnswer {
   ranking: Ranking;
   /** Words of each returned item's content; absent when the contents are not known (peers). */
   words?: number[];
+  /** Each returned item's content, as an answer model would read it (absent for peers). */
+  contents?: string[];
 }
 
 /** Where a replay sends its Adds and Searches: the service in this process, or a server. */
@@ -49,7 +51,7 @@ export class ServiceTarget implements ReplayTarget {
   async search(question: BenchQuestion, limit: number, weights?: Partial<RetrievalWeights>, collapseDuplicates = true): Promise<SearchAnswer> {
     // Searched as the platform's /search door searches, so in-process figures match the HTTP ones.
     const hits = await this.service.search({ userId: question.userId, query: question.query, limit, profile: 'platform' }, { ...(weights ? { weights } : {}), collapseDuplicates });
-    return { ranking: hits.map((hit) => this.turnsOf(question.userId, hit.memory)), words: hits.map((hit) => countWords(hit.content)) };
+    return { ranking: hits.map((hit) => this.turnsOf(question.userId, hit.memory)), words: hits.map((hit) => countWords(hit.content)), contents: hits.map((hit) => hit.content) };
   }
 
   /** Each exported unit with the turns it holds, for the peers. */
@@ -115,7 +117,7 @@ export class HttpTarget implements ReplayTarget {
     if (!Array.isArray(body.data)) throw new Error(`POST /search: no data array in the answer`);
     const matcher = this.matchers.get(question.userId);
     const contents = body.data.map((hit) => String(hit.content ?? ''));
-    return { ranking: contents.map((content) => (matcher ? matcher.match(content) : [])), words: contents.map(countWords) };
+    return { ranking: contents.map((content) => (matcher ? matcher.match(content) : [])), words: contents.map(countWords), contents };
   }
 
   /** How hits were matched to turns, summed over users. */

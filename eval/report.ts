@@ -35,6 +35,13 @@ export function renderReport(results: EvalResults): string {
     lines.push(...anyAllTable(results.systems, (system) => system.headline?.turn));
   }
 
+  if (results.benchmark === 'locomo') {
+    lines.push('## Session level', '');
+    lines.push('Evidence sessions among the first k *distinct* sessions of the ranking (each session at the rank of its best unit). any = at least one evidence session, all = every one.', '');
+    lines.push(...anyAllTable(results.systems, (system) => system.headline?.session));
+  }
+  lines.push(...sessionShareTables(results.systems));
+
   if (results.systems.some((system) => system.headline?.words)) {
     lines.push('## Recall within a word budget', '');
     lines.push('Share of evidence turns whose first returned unit is read whole within the first N words of returned `content` (prefix included): what an answer model reading up to that many words sees.', '');
@@ -131,6 +138,21 @@ function turnTable(systems: readonly SystemResult[], pick: Pick): string[] {
     }
     if (!set || set.turn.questions === 0) continue;
     rows.push(`| ${system.name} | ${CUTOFFS.map((k) => pct(set.turn.recall[k])).join(' | ')} | ${dec(set.turn.mrr)} | ${dec(set.turn.ndcg10)} |`);
+  }
+  return [...rows, ''];
+}
+
+/** Share of evidence sessions found, counted over k distinct sessions and over k results. */
+function sessionShareTables(systems: readonly SystemResult[]): string[] {
+  const rows = ['## Share of evidence sessions found', ''];
+  rows.push('Per question, the share of its evidence sessions found, averaged: "k sessions" over the first k distinct sessions of the ranking, "k results" over the sessions the first k returned units come from; any@k = at least one evidence session among the first k results.', '');
+  rows.push(`| system | ${CUTOFFS.map((k) => `S@${k} sessions`).join(' | ')} | ${CUTOFFS.map((k) => `S@${k} results`).join(' | ')} | ${CUTOFFS.map((k) => `any@${k} results`).join(' | ')} |`);
+  rows.push(`|---|${[...CUTOFFS, ...CUTOFFS, ...CUTOFFS].map(() => '---:').join('|')}|`);
+  for (const system of systems) {
+    const set = system.headline;
+    if (!set || set.session.questions === 0) continue;
+    const cells = (values: AtK | undefined) => CUTOFFS.map((k) => (values ? pct(values[k]) : '')).join(' | ');
+    rows.push(`| ${system.name} | ${cells(set.session.recall)} | ${cells(set.sessionInResults?.recall)} | ${cells(set.sessionInResults?.recallAny)} |`);
   }
   return [...rows, ''];
 }

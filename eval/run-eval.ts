@@ -11,6 +11,7 @@ import { renderReport } from './report.js';
 import { SYSTEMS } from './systems.js';
 import { parseGrid } from './cross-validate.js';
 import { renderTuneReport, tune } from './tune.js';
+import { QA_FILES, runQa } from './qa/qa-run.js';
 
 /**
  * `npm run eval -- <locomo|longmemeval> --data <path> --out <dir> [...]`: replays a benchmark,
@@ -83,14 +84,12 @@ function commandLine(argv: readonly string[]): string {
   return viaNpm ? `npm run eval -- ${args.join(' ')}` : `node ${relative(process.cwd(), process.argv[1])} ${args.join(' ')}`;
 }
 
-async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void> {
+/** What every subcommand's replay options become, for `evaluate` and `runQa` alike. */
+function replayRunOptions(options: Omit<CliOptions, 'systems'>) {
   if (options.token !== undefined && options.url === undefined) throw new InvalidArgumentError('--token needs --url');
-  const started = Date.now();
-  const { results, questionScores } = await evaluate({
-    benchmark,
+  return {
     data: options.data,
     limit: options.limit,
-    systems: options.systems,
     url: options.url,
     token: options.token,
     embedderKind: options.embedder,
@@ -102,6 +101,15 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
     noTimestamps: !options.timestamps,
     oneUser: options.oneUser,
     exhaustiveLimit: options.exhaustiveLimit,
+  };
+}
+
+async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void> {
+  const started = Date.now();
+  const { results, questionScores } = await evaluate({
+    benchmark,
+    ...replayRunOptions(options),
+    systems: options.systems,
   });
 
   await mkdir(options.out, { recursive: true });
@@ -127,14 +135,11 @@ async function run(benchmark: BenchmarkName, options: CliOptions): Promise<void>
   process.stdout.write(`${JSON.stringify(files)}\n`);
 }
 
-function addCommand(program: Command, name: BenchmarkName, description: string, dataHelp: string): void {
-  program
-    .command(name)
-    .description(description)
-    .requiredOption('--data <path>', dataHelp)
-    .requiredOption('--out <dir>', 'directory for results.json, report.md, recall.svg and questions.jsonl')
+/** The replay options every benchmark run takes (recall and QA alike): what is replayed, where, with which encoder. */
+function replayOptions(command: Command): Command {
+  return command
+    .requiredOption('--data <path>', 'the benchmark data (LoCoMo JSON file, or a folder or file of LongMemEval questions)')
     .option('--limit <n>', 'only the first n questions (and the users they ask about)', positiveInt)
-    .option('--systems <a,b,...>', `systems to compare (default all): ${SYSTEMS.map((s) => s.name).join(', ')}`, list)
     .option('--url <base>', 'replay against a running server through POST <base>/add and <base>/search instead of in-process')
     .option('--token <token>', 'bearer token for --url')
     .addOption(new Option('--embedder <kind>', 'embedder for in-process runs (hash: fast, for quick checks)').choices(['onnx', 'hash']).default('onnx'))
@@ -147,8 +152,49 @@ function addCommand(program: Command, name: BenchmarkName, description: string, 
     .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')
     .option('--no-timestamps', 'send every message without its timestamp, as a client may (use a data directory of its own)')
     .option('--one-user', ONE_USER_HELP)
-    .option('--exhaustive-limit <n>', EXHAUSTIVE_LIMIT_HELP, nonNegativeInt)
+    .option('--exhaustive-limit <n>', EXHAUSTIVE_LIMIT_HELP, nonNegativeInt);
+}
+
+function addCommand(program: Command, name: BenchmarkName, description: string): void {
+  replayOptions(program.command(name).description(description))
+    .requiredOption('--out <dir>', 'directory for results.json, report.md, recall.svg and questions.jsonl')
+    .option('--systems <a,b,...>', `systems to compare (default all): ${SYSTEMS.map((s) => s.name).join(', ')}`, list)
     .action((options: CliOptions) => run(name, options));
+}
+
+interface QaCliOptions extends Omit<CliOptions, 'systems'> {
+  llmUrl: string;
+  model: string;
+  judgeModel?: string;
+  apiKeyEnv?: string;
+  topK: number;
+  wordBudget: number;
+  llmConcurrency: number;
+  llmTimeout: number;
+  llmRetries: number;
+}
+
+async function runQaCommand(benchmark: string, options: QaCliOptions): Promise<void> {
+  if (benchmark !== 'locomo' && benchmark !== 'longmemeval') throw new InvalidArgumentError('expected locomo or longmemeval');
+  const apiKey = options.apiKeyEnv === undefined ? undefined : process.env[options.apiKeyEnv];
+  if (options.apiKeyEnv !== undefined && !apiKey) throw new InvalidArgumentError(`--api-key-env ${options.apiKeyEnv}: that variable is not set`);
+  const results = await runQa({
+    benchmark,
+    ...replayRunOptions(options),
+    out: options.out,
+    llmUrl: options.llmUrl,
+    model: options.model,
+    judgeModel: options.judgeModel,
+    apiKey,
+    topK: options.topK,
+    wordBudget: options.wordBudget,
+    llmConcurrency: options.llmConcurrency,
+    llmTimeoutMs: options.llmTimeout * 1000,
+    llmRetries: options.llmRetries,
+  });
+  const j = (value: number | null) => (value === null ? '–' : value.toFixed(1));
+  process.stderr.write(`J ${j(results.j)} (${results.judged} judged, ${results.failed} failed)  evidence in prompt ${j(results.evidence_in_prompt)}  ${results.calls.made} LLM calls, ${results.calls.cached} cached\n`);
+  process.stdout.write(`${JSON.stringify(Object.fromEntries(Object.entries(QA_FILES).map(([key, file]) => [key, join(options.out, file)])))}\n`);
 }
 
 /** The weights `tune` searches unless `--grid` says otherwise: the terms issue 9 asks to decide by data. */
@@ -201,8 +247,26 @@ async function runTune(benchmark: string, options: TuneCliOptions): Promise<void
 const program = new Command('run-eval')
   .description('Evidence-recall benchmarks for memorypool: replays, ablations and peers side by side')
   .showHelpAfterError();
-addCommand(program, 'locomo', 'LoCoMo: a JSON array of conversations', 'LoCoMo JSON file (e.g. ../shared/datasets/locomo10-dev.json)');
-addCommand(program, 'longmemeval', 'LongMemEval: one question per file, or a file of questions', 'folder of LongMemEval question files, or one JSON file');
+addCommand(program, 'locomo', 'LoCoMo: a JSON array of conversations (e.g. ../shared/datasets/locomo10-dev.json)');
+addCommand(program, 'longmemeval', 'LongMemEval: one question per file, or a file of questions');
+
+replayOptions(
+  program
+    .command('qa')
+    .description('The QA score: each question\'s top memories go to an answer model, a judge model grades the answer against the gold one (CORRECT/WRONG); J overall and per category')
+    .argument('<benchmark>', 'locomo or longmemeval'),
+)
+  .requiredOption('--out <dir>', 'directory for qa.json, qa.md, qa-questions.jsonl and the reply cache qa-cache.jsonl (beside the recall report, if you like)')
+  .requiredOption('--llm-url <base>', 'OpenAI-compatible base URL (e.g. http://host/v1); POST <base>/chat/completions is called')
+  .requiredOption('--model <name>', 'answer model')
+  .option('--judge-model <name>', 'judge model (default: the answer model)')
+  .option('--api-key-env <VAR>', 'environment variable holding the API key, sent as a bearer token (the key itself never goes on the command line)')
+  .option('--top-k <n>', 'memories in the answer prompt, at most', positiveInt, 10)
+  .option('--word-budget <n>', 'words of memory content in the answer prompt, at most (the first memory always goes in)', positiveInt, 1000)
+  .option('--llm-concurrency <n>', 'questions in flight at the LLM endpoint', positiveInt, 4)
+  .option('--llm-timeout <seconds>', 'per LLM request; a timeout is retried', positiveInt, 120)
+  .option('--llm-retries <n>', 'retries of an LLM request after a 429, 5xx or timeout (429 waits for its retry-after)', nonNegativeInt, 6)
+  .action((benchmark: string, options: QaCliOptions) => runQaCommand(benchmark, options));
 
 program
   .command('tune')

@@ -13,6 +13,7 @@ interface LocomoQa {
   question: string;
   evidence?: string[];
   category: number;
+  answer?: string | number;
 }
 
 interface LocomoSample {
@@ -98,6 +99,7 @@ export async function loadLocomo(path: string): Promise<Benchmark> {
         category: String(qa.category),
         evidenceTurns,
         evidenceSessions: [...new Set(evidenceTurns.map((id) => sessionOfTurn.get(id)!))],
+        ...(qa.answer !== undefined ? { answer: String(qa.answer) } : {}),
       });
     });
   }

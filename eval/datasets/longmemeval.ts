@@ -12,6 +12,7 @@ interface LongMemEvalEntry {
   haystack_session_ids: string[];
   haystack_sessions: Array<Array<{ role: string; content: string; has_answer?: boolean }>>;
   answer_session_ids: string[];
+  answer?: string | number;
 }
 
 const QUESTION_TYPES = [
@@ -86,6 +87,8 @@ export function convertLongMemEvalEntry(entry: LongMemEvalEntry, onUnparsedDate:
       category: entry.question_type,
       evidenceTurns,
       evidenceSessions: [...new Set(entry.answer_session_ids)],
+      ...(entry.answer !== undefined ? { answer: String(entry.answer) } : {}),
+      ...(entry.question_date ? { askedAt: entry.question_date } : {}),
     },
     repeatedSessions,
   };

@@ -56,7 +56,7 @@ describe('loaders on hand-made files', () => {
           ],
         },
         qa: [
-          { question: 'q0', answer: 'a', evidence: ['D1:2; D2:1'], category: 1 },
+          { question: 'q0', answer: 2022, evidence: ['D1:2; D2:1'], category: 1 },
           { question: 'q1', answer: 'a', evidence: [], category: 2 },
           { question: 'q2', adversarial_answer: 'a', evidence: ['D'], category: 5 },
           { question: 'q3', answer: 'a', evidence: ['D:1:1', 'D9:9'], category: 4 },
@@ -105,6 +105,7 @@ describe('loaders on hand-made files', () => {
       { reason: 'evidence ids not found in the conversation (dropped)', count: 1 },
     ]);
     expect(limitBenchmark(benchmark, 1).questions).toHaveLength(1);
+    expect(benchmark.questions.map((q) => q.answer)).toEqual(['2022', 'a']);
   });
 
   it('loads LongMemEval, skipping abstentions and keeping repeated sessions apart', async () => {
@@ -113,6 +114,8 @@ describe('loaders on hand-made files', () => {
     const [question] = benchmark.questions;
     expect(question.evidenceTurns).toEqual(['answer_1:0']);
     expect(question.evidenceSessions).toEqual(['answer_1']);
+    // The QA score's gold answer and the date the question is asked on.
+    expect([question.answer, question.askedAt]).toEqual(['x', '2023/05/30 (Tue) 22:40']);
     const [user] = benchmark.users;
     expect(user.sessions.map((s) => [s.sessionId, s.sessionKey])).toEqual([
       ['s1', 's1'],

@@ -4,47 +4,23 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { evaluate } from '../../eval/evaluate.js';
+import { tinyLocomo } from './tiny-locomo.js';
 
-/** A tiny LoCoMo-shaped conversation whose questions each point at one obvious turn. */
-function tinyLocomo(): unknown {
-  const facts = [
-    ['Caroline', 'I went to the LGBTQ support group yesterday and it was powerful.'],
-    ['Melanie', 'We camped by the lake and watched the meteor shower.'],
-    ['Caroline', 'I am researching adoption agencies for my future family.'],
-    ['Melanie', 'My kids love painting pottery at the studio.'],
-    ['Caroline', 'I started learning the violin last month.'],
-    ['Melanie', 'Our dog Luna chewed my running shoes.'],
-  ];
-  const session = (n: number) =>
-    facts.map(([speaker, text], i) => ({ speaker, dia_id: `D${n}:${i + 1}`, text: n === 1 ? text : `Small talk ${n} ${i}: how was your week?` }));
-  return [
-    {
-      sample_id: 'conv-t',
-      conversation: {
-        speaker_a: 'Caroline',
-        speaker_b: 'Melanie',
-        session_1_date_time: '1:56 pm on 8 May, 2023',
-        session_1: session(1),
-        session_2_date_time: '2:00 pm on 20 May, 2023',
-        session_2: session(2),
-      },
-      qa: [
-        { question: 'What did Melanie watch while camping by the lake?', answer: 'meteor shower', evidence: ['D1:2'], category: 4 },
-        { question: 'What instrument is Caroline learning?', answer: 'violin', evidence: ['D1:5'], category: 1 },
-        { question: 'What did Luna the dog chew?', answer: 'shoes', evidence: ['D1:6; D1:4'], category: 2 },
-        { question: 'What did Melanie adopt?', adversarial_answer: 'nothing', evidence: ['D1:3'], category: 5 },
-        { question: 'No evidence here', answer: 'x', evidence: [], category: 3 },
-      ],
-    },
-  ];
-}
+/** Each question points at one obvious turn of the tiny conversation. */
+const QUESTIONS = [
+  { question: 'What did Melanie watch while camping by the lake?', answer: 'meteor shower', evidence: ['D1:2'], category: 4 },
+  { question: 'What instrument is Caroline learning?', answer: 'violin', evidence: ['D1:5'], category: 1 },
+  { question: 'What did Luna the dog chew?', answer: 'shoes', evidence: ['D1:6; D1:4'], category: 2 },
+  { question: 'What did Melanie adopt?', adversarial_answer: 'nothing', evidence: ['D1:3'], category: 5 },
+  { question: 'No evidence here', answer: 'x', evidence: [], category: 3 },
+];
 
 describe('evaluate (in-process, hash embedder)', () => {
   let dir: string;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'eval-e2e-'));
-    await writeFile(join(dir, 'tiny.json'), JSON.stringify(tinyLocomo()));
+    await writeFile(join(dir, 'tiny.json'), JSON.stringify(tinyLocomo(QUESTIONS)));
   });
 
   afterAll(async () => {

@@ -93,9 +93,12 @@ describe('HttpTarget', () => {
       messages: user.sessions[0].turns.map((turn) => ({ role: turn.role, timestamp: day, content: turn.content })),
     });
 
-    const { ranking, words } = await target.search({ questionId: 'q', userId: 'conv', query: 'Where did they eat fondue?', category: '1', evidenceTurns: ['D1:2'], evidenceSessions: [] }, 100);
+    const { ranking, words, contents } = await target.search({ questionId: 'q', userId: 'conv', query: 'Where did they eat fondue?', category: '1', evidenceTurns: ['D1:2'], evidenceSessions: [] }, 100);
     expect(ranking[0]).toEqual(['D1:2']);
     expect(words).toHaveLength(ranking.length);
+    // The contents as served, for the QA score's answer prompt.
+    expect(contents).toHaveLength(ranking.length);
+    expect(contents![0]).toContain('fondue');
     expect(words!.every((count) => count > 0)).toBe(true);
     expect(ranking).toHaveLength(4);
     expect(ranking.every((turns) => turns.length === 1)).toBe(true);

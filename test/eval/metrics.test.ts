@@ -12,6 +12,7 @@ import {
   reciprocalRank,
   scoreQuestion,
   sessionRanking,
+  sessionUnitRanks,
   summarize,
   type Ranking,
 } from '../../eval/metrics.js';
@@ -106,6 +107,16 @@ describe('ndcgAtK', () => {
   });
 });
 
+describe('sessionUnitRanks', () => {
+  it('ranks each evidence session at the first result holding one of its turns, counting every result', () => {
+    // Units: a(s1), b(s2), c(s1), d(s3): s3 is the third distinct session but the fourth result.
+    const units = [['a'], ['b'], ['c'], ['d']];
+    const sessionOf = (turn: string) => ({ a: 's1', b: 's2', c: 's1', d: 's3' })[turn];
+    expect(sessionUnitRanks(units, sessionOf, ['s3', 's1', 's9'])).toEqual([4, 1, null]);
+    expect(sessionUnitRanks([[], ['d', 'a']], sessionOf, ['s1'])).toEqual([2]);
+  });
+});
+
 describe('sessionRanking', () => {
   it('keeps each session at its best unit and drops repeats', () => {
     const sessionOf = (turn: string) => ({ a: 's1', b: 's2', c: 's1', d: 's3', x: 's2' })[turn];
@@ -119,7 +130,23 @@ describe('scoreQuestion and summarize', () => {
   it('scores turns and sessions from one ranking', () => {
     const score = scoreQuestion({ questionId: 'q', category: '1', evidenceTurns: ['c', 'd'], evidenceSessions: ['s2', 's3'] }, ranking, sessionOf);
     // Sessions in order: s1, s4, s2, s3.
-    expect(score).toEqual({ questionId: 'q', category: '1', turnRanks: [3, 6], sessionRanks: [3, 4], returned: 6 });
+    // s2 first appears in the third result, s3 in the sixth.
+    expect(score).toEqual({ questionId: 'q', category: '1', turnRanks: [3, 6], sessionRanks: [3, 4], sessionUnitRanks: [3, 6], returned: 6 });
+  });
+
+  it('summarises sessions in the first k results only when every score kept their ranks', () => {
+    const kept = [
+      { questionId: 'q1', category: '1', turnRanks: [2, 9], sessionRanks: [1, 3], sessionUnitRanks: [2, 9], returned: 10 },
+      { questionId: 'q2', category: '1', turnRanks: [null], sessionRanks: [null], sessionUnitRanks: [null], returned: 10 },
+    ];
+    const set = summarize(kept);
+    expect(set.sessionInResults?.recallAny[1]).toBe(0);
+    expect(set.sessionInResults?.recallAny[5]).toBe(0.5);
+    expect(set.sessionInResults?.recall[5]).toBe(0.25);
+    expect(set.sessionInResults?.recall[10]).toBe(0.5);
+    // The distinct-session figures are unchanged by the new ranks.
+    expect(set.session.recall[5]).toBe(0.5);
+    expect(summarize([kept[0], { questionId: 'q3', category: '1', turnRanks: [1], sessionRanks: [1], returned: 1 }]).sessionInResults).toBeUndefined();
   });
 
   it('averages over questions with evidence at each level', () => {

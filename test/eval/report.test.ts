@@ -95,6 +95,17 @@ describe('renderReport', () => {
     expect(report).toContain("## Session level (LongMemEval's official granularity)");
     expect(report).toContain('any@1 | any@5');
   });
+
+  it('gives LoCoMo a session level, and both sets the share of evidence sessions found', () => {
+    const locomo = renderReport(results('locomo'));
+    expect(locomo).toContain('## Session level\n');
+    expect(renderReport(results('longmemeval'))).toContain('## Share of evidence sessions found');
+    // Category 1-4 questions: sessions ranked 1 and 2 of distinct sessions; unit ranks absent in these scores.
+    expect(locomo).toContain('| hybrid | 50.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 |  |  |  |  |  |  |  |  |  |  |  |  |');
+    const withUnits = results('locomo');
+    withUnits.systems[0] = { ...withUnits.systems[0], ...summarizeScores(scores.map((score, i) => ({ ...score, sessionUnitRanks: [[1], [7], [null]][i] })), LOCOMO_CATEGORIES) };
+    expect(renderReport(withUnits)).toContain('| hybrid | 50.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 50.0 | 50.0 | 100.0 | 100.0 | 100.0 | 100.0 | 50.0 | 50.0 | 100.0 | 100.0 | 100.0 | 100.0 |');
+  });
 });
 
 describe('recall chart', () => {
