@@ -5,6 +5,7 @@ import type { MemoryVersion } from '../domain/memory.js';
 import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
+import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
 import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
@@ -157,7 +158,7 @@ export class PostgresStore implements MemoryStore {
 
   async append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string } = {}): Promise<AppendResult | null> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_APPEND, async (client) => {
       if (options.requestId !== undefined) {
         // Waits for a racing transaction holding the same key, then sees its commit: first write wins.
         const claimed = await client.query('INSERT INTO add_requests (user_id, request_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [userKey, encodeKey(options.requestId)]);
@@ -208,7 +209,7 @@ export class PostgresStore implements MemoryStore {
   async update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
     const userKey = encodeKey(userId);
     const idKey = encodeKey(id);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       const locked = await client.query<{ version: string; next_seq: string }>('SELECT version, next_seq FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (locked.rows.length === 0) return null;
       const current = await client.query<MemoryRow>('SELECT seq, id, record, model FROM memories WHERE user_id = $1 AND id = $2', [userKey, idKey]);
@@ -233,7 +234,7 @@ export class PostgresStore implements MemoryStore {
 
   async deleteUser(userId: string): Promise<number> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       // The row stays as a tombstone: its version moves on, so no replica mistakes a new user of this id for the old one.
       const { rows } = await client.query<{ memory_count: string }>('SELECT memory_count FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (rows.length === 0) return 0;
@@ -256,7 +257,7 @@ export class PostgresStore implements MemoryStore {
 
   private async removeWhere(userId: string, condition: string, values: unknown[]): Promise<RemoveResult> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       const locked = await client.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (locked.rows.length === 0) return { removed: [], previousVersion: 0, version: 0 };
       const previousVersion = Number(locked.rows[0].version);
@@ -305,9 +306,12 @@ export class PostgresStore implements MemoryStore {
     }
   }
 
-  /** One short transaction; the caller acknowledges only after COMMIT returned. */
-  private transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.withClient(async (client) => {
+  /**
+   * One short transaction; the caller acknowledges only after COMMIT returned. Its span (the
+   * store's write in a trace) covers taking a connection, the statements and the COMMIT.
+   */
+  private transaction<T>(span: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return withSpan(span, POSTGRES_SPAN, () => this.withClient(async (client) => {
       await client.query('BEGIN');
       try {
         const result = await work(client);
@@ -318,9 +322,11 @@ export class PostgresStore implements MemoryStore {
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       }
-    });
+    }));
   }
 }
+
+const POSTGRES_SPAN = { 'memorypool.store': 'postgresql', 'db.system.name': 'postgresql' } as const;
 
 /** Completes the row's own parsed `record` rather than copying it. */
 function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): StoredUnit {
