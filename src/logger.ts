@@ -7,8 +7,8 @@ export type { Logger };
  * Logs are JSON lines on stderr (stdout belongs to the CLI's JSON output). At the default level
  * nothing logs request bodies, queries or memory text: the platform's data serves the evaluation only.
  */
-export function createLogger(level: string = 'info'): Logger {
-  return pino({ level, base: { service: 'memorypool' }, mixin: requestIdMixin }, pino.destination({ fd: 2, sync: true }));
+export function createLogger(level: string = 'info', destination: pino.DestinationStream = pino.destination({ fd: 2, sync: true })): Logger {
+  return pino({ level, base: { service: 'memorypool' }, mixin: requestIdMixin }, destination);
 }
 
 /**

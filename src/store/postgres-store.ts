@@ -6,6 +6,7 @@ import type { AppendResult, MemoryStore, RemoveResult, StoredUnit, UnitDraft, Up
 import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
+import { POSTGRES_SPAN, tracedClient } from './traced-sql.js';
 import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
@@ -311,7 +312,8 @@ export class PostgresStore implements MemoryStore {
    * store's write in a trace) covers taking a connection, the statements and the COMMIT.
    */
   private transaction<T>(span: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return withSpan(span, POSTGRES_SPAN, () => this.withClient(async (client) => {
+    return withSpan(span, POSTGRES_SPAN, () => this.withClient(async (connection) => {
+      const client = tracedClient(connection);
       await client.query('BEGIN');
       try {
         const result = await work(client);
@@ -325,8 +327,6 @@ export class PostgresStore implements MemoryStore {
     }));
   }
 }
-
-const POSTGRES_SPAN = { 'memorypool.store': 'postgresql', 'db.system.name': 'postgresql' } as const;
 
 /** Completes the row's own parsed `record` rather than copying it. */
 function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): StoredUnit {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/helper.js';
+import { freshDatabase } from '../support/postgres.js';
 import { startReceiver, type ReceivedSpan, type Receiver } from '../support/otlp-receiver.js';
 import { projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
 
@@ -125,7 +126,7 @@ describe('OpenTelemetry traces', () => {
     expect(strings(everything).filter((value) => value.includes(USER) || value.includes('Caroline') || value.includes('adoption'))).toEqual([]);
   }, 120_000);
 
-  it('puts user ids and texts on spans with MEMORYPOOL_TRACE_USER_IDS=true', async () => {
+  it('puts user ids and texts on spans with MEMORYPOOL_TRACE_USER_IDS=true; an MCP tool call is a span of its own', async () => {
     const receiver = await startReceiver();
     const server = await startServerProcess({ dataDir: await tempDir(), env: { ...tracedEnv(receiver), MEMORYPOOL_TRACE_USER_IDS: 'true' } });
     const { add, search } = await addAndSearch(server);
@@ -133,6 +134,33 @@ describe('OpenTelemetry traces', () => {
     expect(addOperation.attributes).toMatchObject({ 'user.id': USER, 'memorypool.text': TEXT });
     const searchOperation = only(await traceOf(receiver, search.traceId, 'POST /search'), 'memorypool.search');
     expect(searchOperation.attributes).toMatchObject({ 'user.id': USER, 'memorypool.query': QUERY });
+
+    // An MCP tool call: its span between the HTTP request's and the operation's.
+    const mcp = traceparent();
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'recall', arguments: { query: QUERY, user_id: USER } } };
+    const answered = await fetch(`${server.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', traceparent: mcp.header }, body: JSON.stringify(call) });
+    expect(((await answered.json()) as { result?: { isError?: boolean } }).result?.isError).toBeUndefined();
+    const mcpSpans = await traceOf(receiver, mcp.traceId, 'POST /mcp');
+    const tool = only(mcpSpans, 'tools/call recall', only(mcpSpans, 'POST /mcp'));
+    expect(tool.attributes).toMatchObject({ 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': 'recall' });
+    expect(only(mcpSpans, 'memorypool.search', tool).attributes).toMatchObject({ 'user.id': USER, 'memorypool.query': QUERY });
+  }, 60_000);
+
+  it('shows a PostgreSQL write as its transaction and each statement, values left out', async () => {
+    const receiver = await startReceiver();
+    const server = await startServerProcess({ dataDir: await tempDir(), env: { ...tracedEnv(receiver), MEMORYPOOL_DATABASE_URL: await freshDatabase() } });
+    const { add } = await addAndSearch(server);
+    const spans = await traceOf(receiver, add.traceId, 'POST /add');
+    const append = only(spans, 'memorypool.store.append', only(spans, 'memorypool.add'));
+    expect(append.attributes).toMatchObject({ 'memorypool.store': 'postgresql', 'db.system.name': 'postgresql' });
+    const statements = spans.filter((span) => span.parentSpanId === append.spanId);
+    expect(statements.map((span) => span.name)).toEqual(['BEGIN', 'INSERT', 'INSERT', 'INSERT', 'COMMIT']);
+    for (const statement of statements) {
+      within(statement, append);
+      expect(statement.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.operation.name': statement.name });
+    }
+    expect(statements.some((span) => String(span.attributes['db.query.text']).includes('INSERT INTO memories'))).toBe(true);
+    expect(strings(spans).filter((value) => value.includes(USER) || value.includes('Caroline'))).toEqual([]);
   }, 60_000);
 
   it('starts a trace of its own without a traceparent, and samples as OTEL_TRACES_SAMPLER says', async () => {
