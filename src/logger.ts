@@ -12,9 +12,10 @@ export function createLogger(level: string = 'info', destination: pino.Destinati
 }
 
 /**
- * Every line written while a request's work runs names the request (`reqId`, as fastify's own
- * request logger does, and the `memorypool.request_id` of its spans), so that logs and traces
- * meet: lines from below the HTTP layer (a user's load, an index rebuild) included.
+ * While tracing is on, every line written while a request's work runs names the request
+ * (`reqId`, as fastify's own request logger does, and the `memorypool.request_id` of its spans),
+ * so that logs and traces meet: lines from below the HTTP layer (a user's load, an index
+ * rebuild) included (src/telemetry/tracing.ts, `inRequest`).
  */
 function requestIdMixin(_object: object, _level: number, logger: Logger): object {
   const reqId = currentRequestId();

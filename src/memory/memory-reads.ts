@@ -5,7 +5,7 @@ import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
 import { hitContent, matchesFilter, publicMemory } from './memory-records.js';
 import { boundSearchRequest } from './query-bounds.js';
-import { withSpan } from '../telemetry/tracing.js';
+import { startSpan } from '../telemetry/tracing.js';
 import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
 import type { ServiceContext } from './service-context.js';
 import type { ListRequest, SearchHit, SearchRequest } from './types.js';
@@ -29,28 +29,45 @@ export async function searchMemories(service: ServiceContext, unbounded: SearchR
   if (!state || state.records.size === 0) return [];
   encoding ??= encode();
   const plan = planQuery(request, texts, state.corpus, service.weights, overrides);
-  const prepared = withSpan('memorypool.retrieval.prepare', { 'memorypool.retrieval.units': state.records.size }, (span) => {
-    const vectorFree = state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights);
-    span.setAttribute('memorypool.retrieval.exhaustive', vectorFree.scored !== null);
-    return vectorFree;
-  });
-  const vectors = await encoding;
+  // One span for the scoring, from the vector-free half to the answer (the wait for the encoder
+  // between them is the encode span's): a leaf, so it is never made current, and one span
+  // rather than two, since a traced cached Search pays per span (bench/tracing-cost.ts).
+  const span = startSpan('memorypool.retrieval', { 'memorypool.retrieval.units': state.records.size });
+  const started = span.recording ? performance.now() : 0;
+  const prepared = state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights);
+  const preparedAt = span.recording ? performance.now() : 0;
+  let vectors: Float32Array[];
+  try {
+    vectors = await encoding;
+  } catch (error) {
+    span.fail(error);
+    span.end();
+    throw error;
+  }
+  const rankedAt = span.recording ? performance.now() : 0;
+  const seen = span.recording ? { candidates: 0 } : undefined;
   // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
-  return withSpan('memorypool.retrieval.rank', undefined, (span) => {
-    const seen = span.recording ? { candidates: 0 } : undefined;
-    const ranked = state.corpus.rank(prepared, vectors, request.limit, seen);
-    const hits: SearchHit[] = [];
-    for (const { seq, score, explanation, duplicates } of ranked) {
-      const record = state.bySeq.get(seq);
-      if (!record) continue;
-      const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
-      if (explanation) hit.explanation = explanation;
-      if (duplicates !== undefined) hit.duplicates = duplicates;
-      hits.push(hit);
-    }
-    span.setAttributes({ 'memorypool.retrieval.candidates': seen?.candidates, 'memorypool.search.hits': hits.length });
-    return hits;
-  });
+  const ranked = state.corpus.rank(prepared, vectors, request.limit, seen);
+  const hits: SearchHit[] = [];
+  for (const { seq, score, explanation, duplicates } of ranked) {
+    const record = state.bySeq.get(seq);
+    if (!record) continue;
+    const hit: SearchHit = { memory: publicMemory(record), content: hitContent(record), score: roundScore(score) };
+    if (explanation) hit.explanation = explanation;
+    if (duplicates !== undefined) hit.duplicates = duplicates;
+    hits.push(hit);
+  }
+  if (span.recording) {
+    span.setAttributes({
+      'memorypool.retrieval.exhaustive': prepared.scored !== null,
+      'memorypool.retrieval.candidates': seen?.candidates,
+      'memorypool.retrieval.prepare_ms': preparedAt - started,
+      'memorypool.retrieval.rank_ms': performance.now() - rankedAt,
+      'memorypool.search.hits': hits.length,
+    });
+    span.end();
+  }
+  return hits;
 }
 
 /** Newest first: the first page (see list-pages.ts). */

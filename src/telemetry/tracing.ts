@@ -129,10 +129,17 @@ export function startServerSpan(name: string, attributes: Attributes, headers: R
   return backend === null ? NOOP_SPAN : backend.startServerSpan(name, attributes, headers);
 }
 
-/** Runs `fn` with `span` current, and the request id as the one its log lines carry. */
+/**
+ * Runs `fn` with `span` current, and the request id as the one its log lines carry. Only while
+ * tracing is on: the request id reaches the lines below the HTTP layer through an
+ * AsyncLocalStorage, whose promise hook (Node 20) would cost every request of a process that
+ * does not trace; there fastify's request logger names the request in the HTTP layer's lines.
+ */
 export function inRequest<T>(requestId: string, span: Span | null, fn: () => T): T {
+  if (backend === null) return fn();
+  const active = backend;
   const run = () => requestScope.run(requestId, fn);
-  return backend === null || span === null ? run() : backend.within(span, run);
+  return span === null ? run() : active.within(span, run);
 }
 
 /**
