@@ -19,7 +19,8 @@ import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
  * - `base`: the build of `--base`, a checkout of the code before tracing, built (`npm run build`);
  * - `off`: this build, no OTLP endpoint (the no-op path);
  * - `on`: this build exporting every span (OTEL_TRACES_SAMPLER=always_on, OTLP protobuf) to a
- *   receiver in this process that counts them and drops them.
+ *   receiver in this process that counts them and drops them;
+ * - `sampled`: the same with one trace in ten sampled (OTEL_TRACES_SAMPLER=traceidratio, 0.1).
  * Every question is searched once on each server first, so its query vector is cached; then
  * rounds alternate between the servers (each round `searches` Searches, one at a time over a
  * keep-alive connection), and each server's CPU over its rounds is read from
@@ -31,7 +32,7 @@ import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
  */
 
 interface Target {
-  name: 'base' | 'off' | 'on';
+  name: 'base' | 'off' | 'on' | 'sampled';
   server: ServerProcess;
   client: LoopbackClient;
   /** CPU ns per Search, one entry a round. */
@@ -108,6 +109,8 @@ async function main(): Promise<void> {
       ...(values.base === undefined ? [] : [{ name: 'base' as const, entry: path.resolve(values.base, 'dist/src/main.js') }]),
       { name: 'off' },
       { name: 'on', env: traced },
+      // One trace in ten: what the context machinery costs the other nine, beside the exported one.
+      { name: 'sampled', env: { ...traced, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' } },
     ];
     for (const { name, entry, env } of plan) {
       const dataDir = path.join(work, name);
@@ -163,10 +166,13 @@ async function main(): Promise<void> {
       noop_path_share_of_a_search: +(noopNsPerSearch() / 1000 / (usPerSearch.base ?? usPerSearch.off)).toFixed(5),
       on_over_off: ratio(byName('on'), byName('off')),
       on_over_off_quartiles: spread(byName('on'), byName('off')),
-      // Warm-up Searches included: every Search of the traced server is exported, none dropped.
+      sampled_10pct_over_off: ratio(byName('sampled'), byName('off')),
+      sampled_10pct_over_off_quartiles: spread(byName('sampled'), byName('off')),
       search_spans_exported: receiver.searchSpans(),
       search_spans_exported_before_stop: searchSpansBeforeStop,
+      // Warm-up Searches included; the sampled server's tenth of its traces are exported too.
       searches_sent_to_on: on.searches + questions.length + perRound,
+      searches_sent_to_sampled: on.searches + questions.length + perRound,
       load_average_1m: +loadavg()[0].toFixed(2),
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);

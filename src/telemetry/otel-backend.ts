@@ -1,4 +1,4 @@
-import { context, defaultTextMapGetter, propagation, trace, SpanKind, SpanStatusCode, type Context, type Span as OtelSpan, type Tracer } from '@opentelemetry/api';
+import { context, createContextKey, defaultTextMapGetter, propagation, trace, SpanKind, SpanStatusCode, type Context, type Span as OtelSpan, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -63,6 +63,9 @@ function epochMs(ms: number): number {
   return performance.timeOrigin + ms;
 }
 
+/** The request id in the trace's context (tracing.ts, `inRequest`): one AsyncLocalStorage carries both. */
+const REQUEST_ID_KEY = createContextKey('memorypool.request_id');
+
 export function createOtelBackend(options: OtelBackendOptions): TracingBackend {
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': 'memorypool', 'service.version': options.serviceVersion }))
@@ -99,6 +102,13 @@ export function createOtelBackend(options: OtelBackendOptions): TracingBackend {
     within<T>(span: Span, fn: () => T): T {
       if (!(span instanceof OtelSpanHandle)) return fn();
       return contextManager.with(trace.setSpan(contextManager.active(), span.span), fn);
+    },
+    inRequest<T>(requestId: string, span: Span | null, fn: () => T): T {
+      const withId = contextManager.active().setValue(REQUEST_ID_KEY, requestId);
+      return contextManager.with(span instanceof OtelSpanHandle ? trace.setSpan(withId, span.span) : withId, fn);
+    },
+    requestId(): string | undefined {
+      return contextManager.active().getValue(REQUEST_ID_KEY) as string | undefined;
     },
     async shutdown(): Promise<void> {
       await provider.shutdown();

@@ -1,5 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
-
 /**
  * Spans for the operator's tracing backend, and the request id every log line of a request
  * carries. This file is all that is loaded until tracing starts: it names no OpenTelemetry
@@ -55,6 +53,10 @@ export interface TracingBackend {
   startServerSpan(name: string, attributes: Attributes, headers: Readonly<Record<string, string | string[] | undefined>>): Span;
   /** Runs `fn` with `span` as the current span. */
   within<T>(span: Span, fn: () => T): T;
+  /** Runs `fn` with `span` (when given) current and `requestId` as the request's. */
+  inRequest<T>(requestId: string, span: Span | null, fn: () => T): T;
+  /** The request id `inRequest` set for the work running now. */
+  requestId(): string | undefined;
   shutdown(): Promise<void>;
 }
 
@@ -130,24 +132,16 @@ export function startServerSpan(name: string, attributes: Attributes, headers: R
 }
 
 /**
- * Runs `fn` with `span` current, and the request id as the one its log lines carry. Only while
- * tracing is on: the request id reaches the lines below the HTTP layer through an
- * AsyncLocalStorage, whose promise hook (Node 20) would cost every request of a process that
- * does not trace; there fastify's request logger names the request in the HTTP layer's lines.
+ * Runs `fn` with `span` current and the request id as the one its log lines carry (logger.ts),
+ * while tracing is on: the id travels in the trace's context, whose AsyncLocalStorage a process
+ * that does not trace never enables (on Node 20 its promise hook would cost every request). There
+ * fastify's request logger names the request in the HTTP layer's lines.
  */
 export function inRequest<T>(requestId: string, span: Span | null, fn: () => T): T {
-  if (backend === null) return fn();
-  const active = backend;
-  const run = () => requestScope.run(requestId, fn);
-  return span === null ? run() : active.within(span, run);
+  return backend === null ? fn() : backend.inRequest(requestId, span, fn);
 }
 
-/**
- * The id of the request whose work is running, for the log lines written below the HTTP layer
- * (a user's load, an index rebuild) that fastify's request logger does not reach (logger.ts).
- */
-const requestScope = new AsyncLocalStorage<string>();
-
+/** The id of the request whose work is running (while tracing is on), for the log lines written below the HTTP layer. */
 export function currentRequestId(): string | undefined {
-  return requestScope.getStore();
+  return backend?.requestId();
 }
