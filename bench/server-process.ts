@@ -20,6 +20,8 @@ export interface ServerOptions {
   nodeArgs?: string[];
   /** Extra settings (e.g. `MEMORYPOOL_DATABASE_URL`), over the bench's own. */
   env?: Record<string, string>;
+  /** Another build's server (its dist/src/main.js), for a bench that compares builds; this build's by default. */
+  entry?: string;
 }
 
 /** Servers not yet exited, so that a failing or interrupted bench leaves none behind. */
@@ -66,7 +68,8 @@ export class ServerProcess {
   }
 
   static async start(options: ServerOptions): Promise<ServerProcess> {
-    if (!existsSync(SERVER_ENTRY)) throw new Error(`${SERVER_ENTRY} is missing: run \`npm run build\` first`);
+    const entry = options.entry ?? SERVER_ENTRY;
+    if (!existsSync(entry)) throw new Error(`${entry} is missing: run \`npm run build\` first`);
     const port = await freePort();
     const env: NodeJS.ProcessEnv = {};
     // The bench's own settings only: a MEMORYPOOL_TOKEN in the caller's shell would turn every request into a 401.
@@ -81,7 +84,7 @@ export class ServerProcess {
       ...options.env,
     });
     const spawnedAt = performance.now();
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), SERVER_ENTRY], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), entry], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     return new ServerProcess(child, `http://127.0.0.1:${port}`, spawnedAt);
   }
 

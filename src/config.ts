@@ -108,12 +108,28 @@ const configSchema = z.object({
     .pipe(z.array(z.union([z.literal('*'), z.string().regex(/^https?:\/\/[^/\s]+\/?$/, 'each origin is scheme://host[:port], or *')]))),
   /** Serve GET /metrics without a token (for a scraper inside a trusted network). */
   metricsPublic: z.stringbool().default(false),
+  /** Put user ids and texts (queries, memories) on trace spans; off, spans carry neither (src/telemetry/tracing.ts). */
+  traceUserIds: z.stringbool().default(false),
 });
 
-export type Config = z.infer<typeof configSchema> & { encoderWorkers: number };
+export type Config = z.infer<typeof configSchema> & { encoderWorkers: number; tracing: TracingConfig | null };
 export type ConfigInput = z.input<typeof configSchema>;
 
-const ENV_NAMES: Record<keyof Config, string> = {
+/**
+ * OpenTelemetry traces, on when the standard OTLP endpoint variable is set (src/telemetry/). The
+ * SDK reads the rest of the standard variables itself (endpoint, headers, timeout,
+ * OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*): the one
+ * exception to this file being the only reader of the environment, so that they mean what they
+ * mean everywhere else in an operator's stack.
+ */
+export interface TracingConfig {
+  /** How spans are encoded on the wire: protobuf (the OTLP default) or JSON. */
+  protocol: 'http/protobuf' | 'http/json';
+  /** MEMORYPOOL_TRACE_USER_IDS. */
+  traceUserIds: boolean;
+}
+
+const ENV_NAMES: Record<keyof z.infer<typeof configSchema>, string> = {
   host: 'MEMORYPOOL_HOST',
   port: 'MEMORYPOOL_PORT',
   dataDir: 'MEMORYPOOL_DATA_DIR',
@@ -150,6 +166,7 @@ const ENV_NAMES: Record<keyof Config, string> = {
   rateLimitWindowMs: 'MEMORYPOOL_RATE_LIMIT_WINDOW_MS',
   metricsPublic: 'MEMORYPOOL_METRICS_PUBLIC',
   corsOrigins: 'MEMORYPOOL_CORS_ORIGINS',
+  traceUserIds: 'MEMORYPOOL_TRACE_USER_IDS',
 };
 
 export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.ProcessEnv = process.env): Config {
@@ -161,10 +178,32 @@ export function loadConfig(flags: Partial<ConfigInput> = {}, env: NodeJS.Process
   for (const [key, value] of Object.entries(flags)) if (value !== undefined) input[key] = value;
   const parsed = configSchema.safeParse(input);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => `${ENV_NAMES[issue.path[0] as keyof Config] ?? issue.path.join('.')}: ${issue.message}`);
+    const problems = parsed.error.issues.map((issue) => `${ENV_NAMES[issue.path[0] as keyof typeof ENV_NAMES] ?? issue.path.join('.')}: ${issue.message}`);
     throw new Error(`Invalid configuration: ${problems.join('; ')}`);
   }
-  return { ...parsed.data, encoderWorkers: parsed.data.encoderWorkers ?? defaultEncoderWorkers(parsed.data.processes) };
+  return {
+    ...parsed.data,
+    encoderWorkers: parsed.data.encoderWorkers ?? defaultEncoderWorkers(parsed.data.processes),
+    tracing: tracingConfig(env, parsed.data.traceUserIds),
+  };
+}
+
+/**
+ * Tracing is on with an OTLP endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+ * OTEL_EXPORTER_OTLP_ENDPOINT with /v1/traces appended by the SDK), unless the SDK is disabled
+ * (OTEL_SDK_DISABLED=true) or the traces exporter is `none`. Only OTLP over HTTP is built in.
+ */
+export function tracingConfig(env: NodeJS.ProcessEnv, traceUserIds: boolean): TracingConfig | null {
+  const set = (name: string): string | undefined => (env[name] === undefined || env[name].trim() === '' ? undefined : env[name].trim());
+  if (set('OTEL_EXPORTER_OTLP_TRACES_ENDPOINT') === undefined && set('OTEL_EXPORTER_OTLP_ENDPOINT') === undefined) return null;
+  if (set('OTEL_SDK_DISABLED')?.toLowerCase() === 'true' || set('OTEL_TRACES_EXPORTER') === 'none') return null;
+  const exporter = set('OTEL_TRACES_EXPORTER');
+  if (exporter !== undefined && exporter !== 'otlp') throw new Error(`Invalid configuration: OTEL_TRACES_EXPORTER: memorypool exports traces over OTLP only ("otlp" or "none", not ${JSON.stringify(exporter)})`);
+  const protocol = set('OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? set('OTEL_EXPORTER_OTLP_PROTOCOL') ?? 'http/protobuf';
+  if (protocol !== 'http/protobuf' && protocol !== 'http/json') {
+    throw new Error(`Invalid configuration: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: memorypool exports over OTLP/HTTP ("http/protobuf" or "http/json", not ${JSON.stringify(protocol)})`);
+  }
+  return { protocol, traceUserIds };
 }
 
 /**

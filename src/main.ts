@@ -7,6 +7,8 @@ import { createLogger, type Logger } from './logger.js';
 import type { MemoryService } from './memory/memory-service.js';
 import { openService } from './open-service.js';
 import { buildServerApp } from './server-app.js';
+import { packageVersion } from './http/package-files.js';
+import { startTracing } from './telemetry/tracing-start.js';
 import { runCluster, runsCluster, sweepsRetention } from './server-cluster.js';
 
 export interface RunningServer {
@@ -19,6 +21,8 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const authenticator = Authenticator.fromConfig(config);
   // Reads the certificate and key now: a bad path fails the start before any data is loaded.
   const serverFactory = httpServerFactory(config);
+  // Before the service opens, so that the spans of its first requests are recorded.
+  const tracing = config.tracing === null ? null : await startTracing({ ...config.tracing, serviceVersion: packageVersion() });
   const opened = await openService(config, { role: 'server' });
   const { service, embedder, logger } = opened;
   const app = await buildServerApp({
@@ -52,6 +56,8 @@ export async function startServer(config: Config, options: { handleSignals?: boo
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
       await opened.close();
       await app.close();
+      // Last: the spans of the requests drained above are exported before the process exits.
+      await tracing?.shutdown();
       logger.info('memorypool stopped');
     })();
     return closing;

@@ -41,3 +41,27 @@ describe('loadConfig: CORS origins', () => {
     expect(() => loadConfig({}, { MEMORYPOOL_CORS_ORIGINS: 'https://app.example.com/path' })).toThrow(/MEMORYPOOL_CORS_ORIGINS/);
   });
 });
+
+describe('loadConfig: tracing', () => {
+  const endpoint = { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' };
+
+  it('is off without an OTLP endpoint, on with either variable, protobuf unless JSON is asked for', () => {
+    expect(loadConfig({}, {}).tracing).toBeNull();
+    expect(loadConfig({}, { OTEL_EXPORTER_OTLP_ENDPOINT: ' ' }).tracing).toBeNull();
+    expect(loadConfig({}, endpoint).tracing).toEqual({ protocol: 'http/protobuf', traceUserIds: false });
+    expect(loadConfig({}, { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', MEMORYPOOL_TRACE_USER_IDS: 'true' }).tracing).toEqual({
+      protocol: 'http/json',
+      traceUserIds: true,
+    });
+    // The traces variable wins over the general one, as the OpenTelemetry spec says.
+    expect(loadConfig({}, { ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/protobuf' }).tracing?.protocol).toBe('http/protobuf');
+  });
+
+  it('stays off when the SDK is disabled or the exporter is none, and refuses what is not OTLP over HTTP', () => {
+    expect(loadConfig({}, { ...endpoint, OTEL_SDK_DISABLED: 'true' }).tracing).toBeNull();
+    expect(loadConfig({}, { ...endpoint, OTEL_TRACES_EXPORTER: 'none' }).tracing).toBeNull();
+    expect(() => loadConfig({}, { ...endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' })).toThrow(/OTEL_EXPORTER_OTLP_TRACES_PROTOCOL.*grpc/);
+    expect(() => loadConfig({}, { ...endpoint, OTEL_TRACES_EXPORTER: 'zipkin' })).toThrow(/OTEL_TRACES_EXPORTER/);
+    expect(() => loadConfig({}, { ...endpoint, MEMORYPOOL_TRACE_USER_IDS: 'maybe' })).toThrow(/MEMORYPOOL_TRACE_USER_IDS/);
+  });
+});

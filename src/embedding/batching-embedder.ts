@@ -1,3 +1,4 @@
+import { NOOP_SPAN, recordSpan, startSpan, tracingEnabled, type Span } from '../telemetry/tracing.js';
 import type { BatchObserver, EmbedOptions, Embedder } from './embedder.js';
 
 interface Job {
@@ -6,6 +7,8 @@ interface Job {
   failed: boolean;
   resolve: (vectors: Float32Array[]) => void;
   reject: (error: unknown) => void;
+  /** The caller's encode span: from the call until its last text is encoded. */
+  span: Span;
 }
 
 interface Item {
@@ -170,7 +173,8 @@ export class BatchingEmbedder implements Embedder {
   embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject };
+      const span = tracingEnabled() ? startSpan('memorypool.encode', { 'memorypool.encoder.texts': texts.length, 'memorypool.encoder.priority': options.priority ?? 'ingest' }) : NOOP_SPAN;
+      const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject, span };
       const queue = options.priority === 'query' ? this.urgent : this.normal;
       const queuedAt = performance.now();
       queue.push(
@@ -239,14 +243,21 @@ export class BatchingEmbedder implements Embedder {
    */
   private async run(batch: Item[], priority: 'query' | 'ingest'): Promise<void> {
     const started = performance.now();
+    const traced = tracingEnabled() && batch.some((item) => item.job.span.recording);
+    let thread: [number, number] | null = null;
     let vectors: Float32Array[];
     try {
       // A run is all queries or all stored texts, so a model's query prefix still applies.
-      vectors = await this.inner.embed(batch.map((item) => item.text), { priority });
+      vectors = await this.inner.embed(
+        batch.map((item) => item.text),
+        traced ? { priority, onRun: (startMs, endMs) => (thread = [startMs, endMs]) } : { priority },
+      );
     } catch (error) {
       for (const { job } of batch) {
         if (job.failed) continue;
         job.failed = true;
+        job.span.fail(error);
+        job.span.end();
         job.reject(error);
       }
       // The failed callers' other texts need not run.
@@ -259,12 +270,52 @@ export class BatchingEmbedder implements Embedder {
     }
     this.inFlight--;
     this.drain();
-    this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), performance.now() - started);
+    const finished = performance.now();
+    this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), finished - started);
+    if (traced) traceRun(batch, priority, started, finished, thread);
     batch.forEach((item, i) => {
       const { job } = item;
       if (job.failed) return;
       job.vectors[item.index] = vectors[i]!;
-      if (--job.remaining === 0) job.resolve(job.vectors);
+      if (--job.remaining === 0) {
+        job.span.end();
+        job.resolve(job.vectors);
+      }
     });
+  }
+}
+
+/**
+ * One run, in the trace of each caller with texts in it (a run pools several callers): the
+ * caller's wait in the queue, then the run from hand-over to vectors and beneath it the model's
+ * run as the encoder thread timed it.
+ */
+function traceRun(batch: readonly Item[], priority: 'query' | 'ingest', started: number, finished: number, thread: [number, number] | null): void {
+  const waits = new Map<Job, { texts: number; firstQueuedAt: number }>();
+  for (const { job, queuedAt } of batch) {
+    const wait = waits.get(job);
+    if (wait) {
+      wait.texts++;
+      wait.firstQueuedAt = Math.min(wait.firstQueuedAt, queuedAt);
+    } else waits.set(job, { texts: 1, firstQueuedAt: queuedAt });
+  }
+  const tokens = batch.reduce((sum, item) => sum + item.tokens, 0);
+  for (const [job, { texts, firstQueuedAt }] of waits) {
+    if (!job.span.recording) continue;
+    recordSpan('memorypool.encoder.queue', { 'memorypool.encoder.texts': texts }, firstQueuedAt, started, job.span);
+    const run = startSpan(
+      'memorypool.encoder.run',
+      {
+        'memorypool.encoder.priority': priority,
+        'memorypool.encoder.batch_texts': batch.length,
+        'memorypool.encoder.batch_tokens': tokens,
+        'memorypool.encoder.texts': texts,
+        'memorypool.encoder.queue_wait_ms': started - firstQueuedAt,
+        'memorypool.encoder.thread_ms': thread === null ? undefined : thread[1] - thread[0],
+      },
+      { startMs: started, parent: job.span },
+    );
+    if (thread !== null) recordSpan('memorypool.encoder.thread', undefined, thread[0], thread[1], run);
+    run.end(finished);
   }
 }

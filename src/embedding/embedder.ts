@@ -41,4 +41,10 @@ export interface EmbedOptions {
    * shared key.
    */
   key?: string;
+  /**
+   * Told when the model ran, as the encoder's own thread measured it (this thread's
+   * performance.now() milliseconds): a trace's encoder span shows the run apart from the
+   * message round trip. Embedders that run on another thread report it; others need not.
+   */
+  onRun?: (startMs: number, endMs: number) => void;
 }

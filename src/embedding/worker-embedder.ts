@@ -11,6 +11,7 @@ import { SentenceTransformerEmbedder } from './sentence-transformer-embedder.js'
 
 interface Pending {
   count: number;
+  onRun?: EmbedOptions['onRun'];
   resolve: (vectors: Float32Array[]) => void;
   reject: (error: unknown) => void;
 }
@@ -55,7 +56,7 @@ export class WorkerEmbedder implements Embedder {
     if (!this.isLoaded) await this.ready();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { count: texts.length, resolve, reject });
+      this.pending.set(id, { count: texts.length, onRun: options.onRun, resolve, reject });
       // Only what the encoder reads crosses to the thread: a 7 MB text is not copied whole.
       this.worker!.postMessage({ id, texts: texts.map((text) => encoderPrefix(text)), priority: options.priority });
     });
@@ -77,7 +78,7 @@ export class WorkerEmbedder implements Embedder {
     const worker = new Worker(entry.file, { workerData: this.options, eval: entry.eval });
     this.worker = worker;
     this.loaded = new Promise<void>((resolve, reject) => {
-      const onMessage = (message: { id: number; ready?: boolean; error?: string; vectors?: Float32Array }) => {
+      const onMessage = (message: { id: number; ready?: boolean; error?: string; vectors?: Float32Array; startedAt?: number; endedAt?: number }) => {
         if (message.id === 0) {
           if (!message.ready) {
             reject(createError('EMBEDDER_UNAVAILABLE', message.error ?? 'The embedder failed to load'));
@@ -94,6 +95,7 @@ export class WorkerEmbedder implements Embedder {
           call.reject(createError('EMBEDDER_UNAVAILABLE', `Embedder failed: ${message.error ?? 'no vectors'}`));
           return;
         }
+        if (call.onRun && message.startedAt !== undefined && message.endedAt !== undefined) call.onRun(message.startedAt - performance.timeOrigin, message.endedAt - performance.timeOrigin);
         const vectors: Float32Array[] = [];
         for (let i = 0; i < call.count; i++) vectors.push(message.vectors.subarray(i * this.dimensions, (i + 1) * this.dimensions));
         call.resolve(vectors);

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerFactory } from 'fastify';
 import { AppError, createError, errors, isAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -13,6 +14,7 @@ import { registerPlatformRoutes } from './platform-routes.js';
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.js';
 import { authHook } from './request-context.js';
 import { registerCors } from './cors.js';
+import { registerRequestTracing } from './request-tracing.js';
 
 export interface AppOptions {
   service: MemoryService;
@@ -60,6 +62,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // answers requests that arrive on open connections while the server closes.
     return503OnClosing: false,
     routerOptions: { maxParamLength: 2048 },
+    // Unique across the processes of a cluster and across restarts (fastify's own count is
+    // neither): the id a log line and a span share (src/http/request-tracing.ts).
+    genReqId: () => randomUUID(),
     // Paths the router itself refuses (bad percent-encoding, a parameter over maxParamLength)
     // would otherwise get fastify's own body, which also echoes the URL back.
     frameworkErrors: (error, _request, reply) => {
@@ -68,6 +73,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   });
 
+  registerRequestTracing(app);
   app.addHook('onResponse', async (request, reply) => {
     request.log.debug({ method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });

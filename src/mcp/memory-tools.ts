@@ -7,6 +7,7 @@ import { packageVersion } from '../http/package-files.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
 import { OPERATION_LIST, OPERATION_TABLE, scoredMemory, searchHits, type UserCheck } from '../protocol/operations.js';
 import { parseOr400 } from '../protocol/validation.js';
+import { withSpan } from '../telemetry/tracing.js';
 
 /**
  * The memory as Model Context Protocol tools: one per operation that declares one
@@ -64,16 +65,22 @@ export function createMcpServer(service: MemoryService, checkUser: UserCheck, pe
   return server;
 }
 
-async function callTool(tool: MemoryTool, service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<CallToolResult> {
-  try {
-    const result = await tool.run(service, args, checkUser);
-    return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }] };
-  } catch (error) {
-    // The service's errors are tool results, so the model reads the message and can act on it
-    // (fix an argument, retry after a 503); only an unexpected failure is a protocol error.
-    if (isAppError(error)) return toolError(error.message);
-    throw error;
-  }
+/** Each call is a span (the MCP semantic conventions' name and attributes), over the operation's. */
+function callTool(tool: MemoryTool, service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<CallToolResult> {
+  return withSpan(`tools/call ${tool.name}`, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': tool.name, 'gen_ai.operation.name': 'execute_tool' }, async (span): Promise<CallToolResult> => {
+    try {
+      const result = await tool.run(service, args, checkUser);
+      return { content: [{ type: 'text', text: JSON.stringify(result, null, 2) }] };
+    } catch (error) {
+      // The service's errors are tool results, so the model reads the message and can act on it
+      // (fix an argument, retry after a 503); only an unexpected failure is a protocol error.
+      if (isAppError(error)) {
+        span.fail(error);
+        return toolError(error.message);
+      }
+      throw error;
+    }
+  });
 }
 
 function toolError(message: string): CallToolResult {

@@ -2,6 +2,8 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { openService } from '../open-service.js';
 import type { Config } from '../config.js';
 import { createMcpServer } from './memory-tools.js';
+import { packageVersion } from '../http/package-files.js';
+import { startTracing } from '../telemetry/tracing-start.js';
 
 /**
  * `memorypool mcp`: the tools over stdin/stdout for a client that starts this process. stdout
@@ -9,6 +11,8 @@ import { createMcpServer } from './memory-tools.js';
  * closes stdin or sends SIGTERM/SIGINT, then closes the service so pending index caches are written.
  */
 export async function serveMcpStdio(config: Config): Promise<void> {
+  // Each tool call a trace of its own (no HTTP request around it), when an OTLP endpoint is set.
+  const tracing = config.tracing === null ? null : await startTracing({ ...config.tracing, serviceVersion: packageVersion() });
   // On the data directory or the database, like the CLI's other data commands.
   const { service, close } = await openService(config, { role: 'command' });
   const pending = new Set<Promise<unknown>>();
@@ -23,6 +27,7 @@ export async function serveMcpStdio(config: Config): Promise<void> {
       await new Promise((resolve) => setImmediate(resolve));
       await server.close();
       await close();
+      await tracing?.shutdown();
     })();
     return stopping;
   };

@@ -6,6 +6,7 @@ import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
 import { duplicateKey, hitContent, matchesFilter, memoryTime, publicMemory } from './memory-records.js';
 import { boundSearchRequest } from './query-bounds.js';
+import { startSpan, type Span } from '../telemetry/tracing.js';
 import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
 import type { ServiceContext } from './service-context.js';
 import type { ListRequest, SearchHit, SearchRequest } from './types.js';
@@ -25,7 +26,7 @@ export async function searchMemories(service: ServiceContext, unbounded: SearchR
   const vectors = encoding.start();
   // What needs no vector (BM25, the cues, the candidates) is scored while the encoder runs.
   const prepared = prepareUser(service, request, state, overrides);
-  return rankUser(prepared, state, await vectors);
+  return rankUser(prepared, state, await vectorsFor(vectors, [prepared]));
 }
 
 /**
@@ -41,7 +42,7 @@ export async function searchUsers(service: ServiceContext, userIds: readonly str
   if (states.length === 0) return [];
   const encoded = encoding.start();
   const prepared = states.map((state) => prepareUser(service, { ...request, userId: state.userId }, state, overrides));
-  const vectors = await encoded;
+  const vectors = await vectorsFor(encoded, prepared);
   const merged = states
     .flatMap((state, i) => rankUser(prepared[i]!, state, vectors))
     .sort((a, b) => b.score - a.score || memoryTime(b.memory) - memoryTime(a.memory));
@@ -71,16 +72,48 @@ function queryEncoding(service: ServiceContext, request: SearchRequest): { start
   };
 }
 
-/** One user's search as far as it goes without the query's vectors. */
-function prepareUser(service: ServiceContext, request: SearchRequest, state: UserState, overrides: SearchOverrides): { request: SearchRequest; search: PreparedSearch } {
+/** One user's search as far as it goes without the query's vectors, and its span. */
+interface PreparedUser {
+  request: SearchRequest;
+  search: PreparedSearch;
+  /**
+   * One span for the scoring, from the vector-free half to the answer (the wait for the encoder
+   * between them is the encode span's): a leaf, so it is never made current, and one span rather
+   * than two, since a traced cached Search pays per span (bench/tracing-cost.ts).
+   */
+  span: Span;
+  started: number;
+  preparedAt: number;
+}
+
+function prepareUser(service: ServiceContext, request: SearchRequest, state: UserState, overrides: SearchOverrides): PreparedUser {
+  const span = startSpan('memorypool.retrieval', { 'memorypool.retrieval.units': state.records.size });
+  const started = span.recording ? performance.now() : 0;
   const plan = planQuery(request, queryTexts(request), state.corpus, service.weights, overrides);
-  return { request, search: state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights) };
+  const search = state.corpus.prepare({ ...plan.query, filter: recordFilter(service, state, request.filter) }, plan.weights);
+  return { request, search, span, started, preparedAt: span.recording ? performance.now() : 0 };
+}
+
+/** The query's vectors; a failure to compute them ends the prepared searches' spans as failed. */
+async function vectorsFor(vectors: Promise<Float32Array[]>, prepared: readonly PreparedUser[]): Promise<Float32Array[]> {
+  try {
+    return await vectors;
+  } catch (error) {
+    for (const { span } of prepared) {
+      span.fail(error);
+      span.end();
+    }
+    throw error;
+  }
 }
 
 /** One user's hits for the prepared request, its vectors given. */
-function rankUser(prepared: { request: SearchRequest; search: PreparedSearch }, state: UserState, vectors: Float32Array[]): SearchHit[] {
+function rankUser(prepared: PreparedUser, state: UserState, vectors: Float32Array[]): SearchHit[] {
+  const { span } = prepared;
+  const rankedAt = span.recording ? performance.now() : 0;
+  const seen = span.recording ? { candidates: 0 } : undefined;
   // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
-  const ranked = state.corpus.rank(prepared.search, vectors, prepared.request.limit);
+  const ranked = state.corpus.rank(prepared.search, vectors, prepared.request.limit, seen);
   const hits: SearchHit[] = [];
   for (const { seq, score, explanation, duplicates } of ranked) {
     const record = state.bySeq.get(seq);
@@ -89,6 +122,16 @@ function rankUser(prepared: { request: SearchRequest; search: PreparedSearch }, 
     if (explanation) hit.explanation = explanation;
     if (duplicates !== undefined) hit.duplicates = duplicates;
     hits.push(hit);
+  }
+  if (span.recording) {
+    span.setAttributes({
+      'memorypool.retrieval.exhaustive': prepared.search.scored !== null,
+      'memorypool.retrieval.candidates': seen?.candidates,
+      'memorypool.retrieval.prepare_ms': prepared.preparedAt - prepared.started,
+      'memorypool.retrieval.rank_ms': performance.now() - rankedAt,
+      'memorypool.search.hits': hits.length,
+    });
+    span.end();
   }
   return hits;
 }

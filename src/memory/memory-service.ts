@@ -21,6 +21,7 @@ import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, listUsersPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
+import { MEMORY_TEXT, QUERY_TEXT, tracingEnabled, USER_ID, withSpan, type Attributes } from '../telemetry/tracing.js';
 import type {
   AddOutcome,
   BatchOperation,
@@ -207,16 +208,22 @@ export class MemoryService {
   }
 
   async addMemory(input: NewMemory): Promise<Memory> {
-    return this.track(() => addMemory(this.context, input));
+    return this.operation('add', input.userId, () => this.track(() => addMemory(this.context, input)), () => ({ [MEMORY_TEXT]: input.text }));
   }
 
   /** Stores an evaluation-platform Add, at most once per (request_id, user_id) (see conversation-adds.ts). */
   addConversation(input: ConversationAdd): Promise<AddOutcome> {
-    return this.conversations.add(input);
+    return this.operation('add', input.userId, () => this.conversations.add(input), () => ({
+      'memorypool.messages': input.messages.length,
+      [MEMORY_TEXT]: input.messages.map((message) => message.content).join('\n'),
+    }));
   }
 
   search(request: SearchRequest, overrides: SearchOverrides = {}): Promise<SearchHit[]> {
-    return this.track(() => searchMemories(this.context, request, overrides));
+    return this.operation('search', request.userId, () => this.track(() => searchMemories(this.context, request, overrides)), () => ({
+      'memorypool.search.top_k': request.limit,
+      [QUERY_TEXT]: request.query,
+    }));
   }
 
   /** Several users at once: each ranked as alone, merged by score, each distinct text once across them (see memory-reads.ts). */
@@ -231,35 +238,35 @@ export class MemoryService {
 
   /** Newest first. */
   list(request: ListRequest): Promise<Memory[]> {
-    return listMemories(this.context, request);
+    return this.operation('list', request.userId, () => listMemories(this.context, request));
   }
 
   /** A page of the list and the cursor of the next (see list-pages.ts). */
   listPage(request: ListRequest & { cursor?: string }): Promise<ListPage> {
-    return listPage(this.context, request);
+    return this.operation('list', request.userId, () => listPage(this.context, request));
   }
 
   get(userId: string, id: string): Promise<Memory> {
-    return getMemory(this.context, userId, id);
+    return this.operation('get', userId, () => getMemory(this.context, userId, id));
   }
 
   /** A new version of a memory (see memory-edits.ts). */
   updateMemory(input: MemoryUpdate): Promise<Memory> {
-    return this.track(() => updateMemory(this.context, input));
+    return this.operation('update', input.userId, () => this.track(() => updateMemory(this.context, input)), () => ({ [MEMORY_TEXT]: input.text }));
   }
 
   /** Every version of a memory, oldest first, the current one last. */
   history(userId: string, id: string): Promise<{ id: string; versions: MemoryVersion[] }> {
-    return memoryHistory(this.context, userId, id);
+    return this.operation('history', userId, () => memoryHistory(this.context, userId, id));
   }
 
   async delete(userId: string, id: string): Promise<void> {
-    await this.track(() => deleteMemory(this.context, userId, id));
+    await this.operation('delete', userId, () => this.track(() => deleteMemory(this.context, userId, id)));
   }
 
   /** Removes everything stored for a user, files included. Returns how many memories it held. */
   async deleteUser(userId: string): Promise<number> {
-    return this.track(() =>
+    return this.operation('delete_user', userId, () => this.track(() =>
       this.underLock(
         userId,
         async (state) => {
@@ -270,7 +277,7 @@ export class MemoryService {
         },
         { attachIndex: false },
       ),
-    );
+    ));
   }
 
   /** Every unit of a user with the texts and vector the service searches (for eval's peers, export); waits for a re-embedding under way. */
@@ -296,7 +303,7 @@ export class MemoryService {
 
   /** Deletes every memory of the user the filter passes, or with `dryRun` counts them (see delete-matching.ts). */
   deleteMatching(userId: string, filter: MemoryFilter, dryRun = false): Promise<number> {
-    return this.track(() => deleteMatching(this.context, userId, filter, dryRun));
+    return this.operation('purge', userId, () => this.track(() => deleteMatching(this.context, userId, filter, dryRun)));
   }
 
   /** Deletes for good the memories that have expired (invisible already); returns how many went. */
@@ -392,6 +399,15 @@ export class MemoryService {
       if (isAppError(error)) throw error;
       throw createError('EMBEDDER_UNAVAILABLE', `Embedder failed: ${errorMessage(error)}`, { cause: error });
     }
+  }
+
+  /**
+   * The operation's span (src/telemetry/tracing.ts): what was asked of the service, beneath the
+   * door's span (HTTP, MCP) and above the encoder, store and retrieval spans of its work.
+   */
+  private operation<T>(name: string, userId: string, work: () => Promise<T>, attributes?: () => Attributes): Promise<T> {
+    if (!tracingEnabled()) return work();
+    return withSpan(`memorypool.${name}`, { 'memorypool.operation': name, [USER_ID]: userId, ...attributes?.() }, work);
   }
 
   /** Counts work in flight so that close() can wait for it; refuses new work once closing. */

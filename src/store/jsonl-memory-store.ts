@@ -7,6 +7,7 @@ import { JsonlStore } from './jsonl-store.js';
 import type { MemoryVersion } from '../domain/memory.js';
 import { planBatch, type BatchPlan } from './batch-plan.js';
 import type { AppendResult, BatchResult, BatchWrite, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
+import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Users whose files a count stats at once. */
@@ -151,7 +152,9 @@ export class JsonlMemoryStore implements MemoryStore {
         ...(options.requestId !== undefined ? { batch: drafts.length } : {}),
       }));
       // Append, fsync, and only then count the write as done: an acknowledged Add survives a crash.
-      const written = (await this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) }))))!;
+      const written = (await withSpan(STORE_APPEND, { 'memorypool.store': 'jsonl', 'memorypool.store.records': records.length }, () =>
+        this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) }))),
+      ))!;
       const version = ++this.clock;
       if (head && written.sizeBefore === head.covered && sameFile(head.file, written.stamp)) {
         head.nextSeq += records.length;
@@ -304,7 +307,7 @@ export class JsonlMemoryStore implements MemoryStore {
       if (!head || !changed) return { previousVersion, version: previousVersion };
       head.nextSeq += changed.seqsTaken ?? 0;
       await this.files.writeSeqFloor(userId, head.nextSeq);
-      const stamp = await this.files.rewrite(userId, changed.records);
+      const stamp = await withSpan(STORE_REWRITE, { 'memorypool.store': 'jsonl', 'memorypool.store.records': changed.records.length }, () => this.files.rewrite(userId, changed.records));
       head.count = changed.records.length;
       if (changed.contentChanged) head.version = ++this.clock;
       head.offsets.clear();

@@ -6,6 +6,8 @@ import { planBatch } from './batch-plan.js';
 import type { AppendResult, BatchResult, BatchWrite, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
+import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
+import { POSTGRES_SPAN, tracedClient } from './traced-sql.js';
 import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
@@ -160,7 +162,7 @@ export class PostgresStore implements MemoryStore {
 
   async append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string } = {}): Promise<AppendResult | null> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_APPEND, async (client) => {
       if (options.requestId !== undefined) {
         // Waits for a racing transaction holding the same key, then sees its commit: first write wins.
         const claimed = await client.query('INSERT INTO add_requests (user_id, request_id) VALUES ($1, $2) ON CONFLICT DO NOTHING', [userKey, encodeKey(options.requestId)]);
@@ -198,7 +200,7 @@ export class PostgresStore implements MemoryStore {
   async update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null> {
     const userKey = encodeKey(userId);
     const idKey = encodeKey(id);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       const locked = await client.query<{ version: string; next_seq: string }>('SELECT version, next_seq FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (locked.rows.length === 0) return null;
       const current = await client.query<MemoryRow>('SELECT seq, id, record, model FROM memories WHERE user_id = $1 AND id = $2', [userKey, idKey]);
@@ -223,7 +225,7 @@ export class PostgresStore implements MemoryStore {
    */
   async batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       await client.query('INSERT INTO users (user_id, long_user_id, next_seq, version, memory_count) VALUES ($1, $2, 0, 0, 0) ON CONFLICT (user_id) DO NOTHING', [
         userKey,
         isKeyDigest(userKey) ? encodeText(userId) : null,
@@ -270,7 +272,7 @@ export class PostgresStore implements MemoryStore {
 
   async deleteUser(userId: string): Promise<number> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       // The row stays as a tombstone: its version moves on, so no replica mistakes a new user of this id for the old one.
       const { rows } = await client.query<{ memory_count: string }>('SELECT memory_count FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (rows.length === 0) return 0;
@@ -293,7 +295,7 @@ export class PostgresStore implements MemoryStore {
 
   private async removeWhere(userId: string, condition: string, values: unknown[]): Promise<RemoveResult> {
     const userKey = encodeKey(userId);
-    return this.transaction(async (client) => {
+    return this.transaction(STORE_REWRITE, async (client) => {
       const locked = await client.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
       if (locked.rows.length === 0) return { removed: [], previousVersion: 0, version: 0 };
       const previousVersion = Number(locked.rows[0].version);
@@ -342,9 +344,13 @@ export class PostgresStore implements MemoryStore {
     }
   }
 
-  /** One short transaction; the caller acknowledges only after COMMIT returned. */
-  private transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.withClient(async (client) => {
+  /**
+   * One short transaction; the caller acknowledges only after COMMIT returned. Its span (the
+   * store's write in a trace) covers taking a connection, the statements and the COMMIT.
+   */
+  private transaction<T>(span: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return withSpan(span, POSTGRES_SPAN, () => this.withClient(async (connection) => {
+      const client = tracedClient(connection);
       await client.query('BEGIN');
       try {
         const result = await work(client);
@@ -355,7 +361,7 @@ export class PostgresStore implements MemoryStore {
         await client.query('ROLLBACK').catch(() => undefined);
         throw error;
       }
-    });
+    }));
   }
 }
 

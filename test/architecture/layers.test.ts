@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
  * folders (ending in /) or files, relative to src/.
  */
 const LAYERS: ReadonlyArray<{ name: string; members: readonly string[] }> = [
-  { name: 'foundation: the domain nouns, errors, logging, configuration', members: ['domain/', 'errors.ts', 'logger.ts', 'config.ts'] },
+  { name: 'foundation: the domain nouns, errors, logging, tracing, configuration', members: ['domain/', 'errors.ts', 'telemetry/', 'logger.ts', 'config.ts'] },
   { name: 'retrieval: lexical, vector and fused scoring (pure)', members: ['retrieval/'] },
   { name: 'embedding, ingest, store', members: ['embedding/', 'ingest/', 'store/'] },
   { name: 'memory: the service', members: ['memory/'] },

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { register, tempDir } from '../support/helper.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
 import { callJson, exerciseBadArguments, exerciseEveryTool } from '../support/exercise-tools.js';
+import { startReceiver } from '../support/otlp-receiver.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const cli = path.join(root, 'src/cli/memorypool.ts');
@@ -35,6 +36,16 @@ describe('memorypool mcp (stdio)', () => {
     const { client } = await connect(dataDir);
     expect(client.getServerVersion()).toMatchObject({ name: 'memorypool' });
     await exerciseEveryTool(client);
+  });
+
+  it('exports each tool call as a trace of its own when an OTLP endpoint is set', async () => {
+    const receiver = await startReceiver();
+    const { client } = await connect(await tempDir(), { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: 'http/json', OTEL_BSP_SCHEDULE_DELAY: '50' });
+    await client.callTool({ name: 'remember', arguments: { text: 'The dog is called Max.' } });
+    const tool = await receiver.waitFor((span) => span.name === 'tools/call remember');
+    expect(tool.parentSpanId).toBe('');
+    const add = await receiver.waitFor((span) => span.name === 'memorypool.add');
+    expect(add.parentSpanId).toBe(tool.spanId);
   });
 
   it('answers bad arguments with tool errors carrying the API messages', async () => {

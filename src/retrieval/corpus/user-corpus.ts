@@ -216,8 +216,11 @@ export class UserCorpus {
     return { query, weights: requested, layout, scored: this.vectorFreeScores(query, weights, layout, matching ?? everySlot(layout)) };
   }
 
-  /** Ranks a prepared search given the vectors of its texts (the main one, then the options). */
-  rank(prepared: PreparedSearch, vectors: readonly Float32Array[], limit: number): RankedUnit[] {
+  /**
+   * Ranks a prepared search given the vectors of its texts (the main one, then the options);
+   * `seen`, when given, is told how many candidates were scored (a trace's span shows it).
+   */
+  rank(prepared: PreparedSearch, vectors: readonly Float32Array[], limit: number, seen?: { candidates: number }): RankedUnit[] {
     if (this.links.size === 0 || limit <= 0) return [];
     const { query } = prepared;
     const weights = this.usableWeights(prepared.weights);
@@ -229,6 +232,7 @@ export class UserCorpus {
       scored = this.vectorFreeScores(query, weights, layout, candidates);
     }
     const { candidates, position } = scored;
+    if (seen) seen.candidates = candidates.length;
     const texts = query.options.length > 0 && weights.optionWeight > 0 ? 1 + query.options.length : 1;
     const dense: Float64Array[] = [];
     for (let t = 0; t < texts; t++) dense.push(denseShares(vectors[t], candidates, position, weights, layout, this.store));

@@ -8,6 +8,7 @@ import { VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
 import { fsyncPath, writeAtomically, writeFully } from './atomic-file.js';
 import { stampAt, stampAtNow, stampOf, type FileStamp } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
+import { withSpan } from '../../telemetry/tracing.js';
 import type { SidecarWriter } from './sidecar-writer.js';
 
 /** The memories file's stamp now; null when the user has none. */
@@ -84,7 +85,8 @@ export async function appendRecords(layout: UserLayout, userId: string, records:
     });
     sizeBefore = (await handle.stat()).size;
     await writeFully(handle, payload);
-    await handle.datasync();
+    const synced = handle;
+    await withSpan('memorypool.store.fsync', { 'memorypool.store.bytes': payload.length }, () => synced.datasync());
     return { sizeBefore, stamp: stampOf(await handle.stat({ bigint: true })) };
   } catch (error) {
     // A failed append (disk full) may have left part of a line behind: cut it off so the
