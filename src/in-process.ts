@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { errorFromAnswer, APIUserAbortError, type MemoryPoolError } from './client/errors.js';
 import { memoryQuery } from './client/query.js';
+import { followPages } from './client/changes.js';
 import { walkPages } from './client/pages.js';
 import type * as api from './client/types.js';
 import { loadConfig, type ConfigInput } from './config.js';
@@ -107,6 +108,14 @@ class InProcessPool implements MemoryPool {
 
   stats(params: api.StatsParams = {}, options?: api.RequestOptions): Promise<api.PoolStats> {
     return this.action('stats', params, options) as Promise<api.PoolStats>;
+  }
+
+  changes(params: api.ChangesParams = {}, options?: api.RequestOptions): Promise<api.ChangesPage> {
+    return this.action('changes', params, options) as Promise<api.ChangesPage>;
+  }
+
+  followChanges(params: api.FollowChangesParams = {}, options?: api.RequestOptions): AsyncIterable<api.ChangeEvent> {
+    return followPages(params, (page) => this.changes(page, options), options?.signal);
   }
 
   deleteUser(userId: string, options?: api.RequestOptions): Promise<api.DeletedUser> {

@@ -3,6 +3,8 @@ import type { invokePayloadSchema } from '../protocol/invoke.js';
 import type { addParamsSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 import type * as answers from '../protocol/response-schemas.js';
+import type { changesParamsSchema } from '../protocol/change-schemas.js';
+import type * as changeAnswers from '../protocol/change-schemas.js';
 
 /**
  * What the clients send and receive, inferred from the zod schemas the server validates requests
@@ -59,6 +61,13 @@ export type ListParams = MemoryFilters;
 export type UserScope = Omit<z.input<typeof idParamsSchema>, 'id'>;
 export type StatsParams = z.input<typeof userScopeSchema>;
 
+/** `GET /mem/changes`: `after` (a cursor), `limit`, `wait` (seconds, at most 60), `user_id`. */
+export type ChangesParams = z.input<typeof changesParamsSchema>;
+export type ChangesPage = z.infer<typeof changeAnswers.changesPageSchema>;
+export type ChangeEvent = z.infer<typeof changeAnswers.changeEventSchema>;
+/** followChanges: where to start (`after`), whose events, and how long each request waits. */
+export type FollowChangesParams = Omit<ChangesParams, 'after'> & { after?: string | number };
+
 /** `PATCH /mem/{id}`: any of text, tags, importance, metadata; the answer is the memory at its new `version`. */
 export type UpdateParams = z.input<typeof updateBodySchema>;
 
@@ -92,6 +101,10 @@ export interface MemoryPoolApi {
   history(id: string, params?: UserScope, options?: RequestOptions): Promise<MemoryHistory>;
   forget(id: string, params?: UserScope, options?: RequestOptions): Promise<Deleted>;
   stats(params?: StatsParams, options?: RequestOptions): Promise<PoolStats>;
+  /** A page of the change feed after a cursor (`wait`: a long poll). */
+  changes(params?: ChangesParams, options?: RequestOptions): Promise<ChangesPage>;
+  /** Every change event from `after` on, long-polling: `for await (const event of pool.followChanges({after}))`; stops when `options.signal` aborts. */
+  followChanges(params?: FollowChangesParams, options?: RequestOptions): AsyncIterable<ChangeEvent>;
   deleteUser(userId: string, options?: RequestOptions): Promise<DeletedUser>;
   invoke(payload: InvokePayload, options?: RequestOptions): Promise<unknown>;
   health(options?: RequestOptions): Promise<Health>;

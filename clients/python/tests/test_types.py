@@ -24,6 +24,8 @@ PAIRS = {
     "searchAnswer": _types.SearchAnswer,
     "listPage": _types.ListPage,
     "deletedCount": _types.DeletedCount,
+    "changeEvent": _types.ChangeEvent,
+    "changesPage": _types.ChangesPage,
 }
 
 

@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Literal, Optional, TypedDict, Union
 
 __all__ = [
     "AddAnswer",
+    "ChangeEvent",
+    "ChangesPage",
     "Deleted",
     "DeletedCount",
     "DeletedUser",
@@ -158,6 +160,21 @@ class MemoryHistory(TypedDict):
 class ListPage(TypedDict):
     memories: List[Memory]
     next_cursor: Optional[str]
+
+
+class ChangeEvent(TypedDict):
+    seq: int
+    type: Literal["added", "updated", "deleted", "expired", "user_deleted"]
+    at: str
+    user_id: str
+    memory_id: Optional[str]
+    # The memory as this write left it; None for deletions and for a memory deleted since.
+    memory: Optional[Memory]
+
+
+class ChangesPage(TypedDict):
+    events: List[ChangeEvent]
+    next_cursor: str
 
 
 class DeletedCount(TypedDict):
