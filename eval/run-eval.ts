@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { createEmbedder } from '../src/embedding/create-embedder.js';
-import { redactedUrl } from '../src/store/postgres-store.js';
+import { redactedUrl } from '../src/store/postgres-errors.js';
 import type { BenchmarkName } from './benchmark.js';
 import { recallChartSpec, renderSvg } from './chart.js';
 import { evaluate } from './evaluate.js';

@@ -80,6 +80,8 @@ const configSchema = z.object({
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Purge memories ingested more than this many days ago (off when unset). */
   retentionDays: z.coerce.number().positive().optional(),
+  /** Days the change feed keeps its events (GET /mem/changes); an older cursor answers 410. */
+  changesDays: z.coerce.number().positive().default(7),
   /** A postgres:// URL: memories live in PostgreSQL (shared by replicas) instead of the data directory. */
   databaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL').optional(),
   /** Memory budget (MiB) for the users held in memory; least recently used users are evicted past it. Unset: no limit. */
@@ -154,6 +156,7 @@ const ENV_NAMES: Record<keyof z.infer<typeof configSchema>, string> = {
   bodyLimit: 'MEMORYPOOL_BODY_LIMIT',
   logLevel: 'MEMORYPOOL_LOG_LEVEL',
   retentionDays: 'MEMORYPOOL_RETENTION_DAYS',
+  changesDays: 'MEMORYPOOL_CHANGES_DAYS',
   databaseUrl: 'MEMORYPOOL_DATABASE_URL',
   cacheMb: 'MEMORYPOOL_CACHE_MB',
   tlsCert: 'MEMORYPOOL_TLS_CERT',

@@ -12,6 +12,7 @@ export const errors = {
   UNAUTHORIZED: { status: 401, message: 'Missing or invalid credentials' },
   FORBIDDEN: { status: 403, message: 'Credentials do not cover this user' },
   NOT_FOUND: { status: 404, message: 'Not found' },
+  CURSOR_EXPIRED: { status: 410, message: "The cursor is older than the change feed's retention" },
   ROUTE_NOT_FOUND: { status: 404, message: 'No such route' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
   BODY_TOO_LARGE: { status: 413, message: 'Request body is too large' },
@@ -38,17 +39,20 @@ export class AppError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly issues?: ValidationIssue[];
+  /** Fields the answer's body carries beside `detail` (CURSOR_EXPIRED: `oldest_cursor`). */
+  readonly body?: Record<string, unknown>;
 
-  constructor(code: ErrorCode, detail?: string, options?: { issues?: ValidationIssue[]; cause?: unknown }) {
+  constructor(code: ErrorCode, detail?: string, options?: { issues?: ValidationIssue[]; cause?: unknown; body?: Record<string, unknown> }) {
     super(detail ?? errors[code].message, { cause: options?.cause });
     this.name = 'AppError';
     this.code = code;
     this.status = errors[code].status;
     this.issues = options?.issues;
+    this.body = options?.body;
   }
 }
 
-export function createError(code: ErrorCode, detail?: string, options?: { issues?: ValidationIssue[]; cause?: unknown }): AppError {
+export function createError(code: ErrorCode, detail?: string, options?: { issues?: ValidationIssue[]; cause?: unknown; body?: Record<string, unknown> }): AppError {
   return new AppError(code, detail, options);
 }
 

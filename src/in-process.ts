@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { APIUserAbortError, type MemoryPoolError } from 'memorypool-client';
 import type * as api from 'memorypool-client';
-import { errorFromAnswer, memoryQuery, walkPages } from 'memorypool-client/internal';
+import { errorFromAnswer, followPages, memoryQuery, walkPages } from 'memorypool-client/internal';
 import { loadConfig, type ConfigInput } from './config.js';
 import { createError, isAppError } from './errors.js';
 import { packageVersion } from './http/package-files.js';
@@ -110,6 +110,14 @@ class InProcessPool implements MemoryPool {
 
   stats(params: api.StatsParams = {}, options?: api.RequestOptions): Promise<api.PoolStats> {
     return this.action('stats', params, options) as Promise<api.PoolStats>;
+  }
+
+  changes(params: api.ChangesParams = {}, options?: api.RequestOptions): Promise<api.ChangesPage> {
+    return this.action('changes', params, options) as Promise<api.ChangesPage>;
+  }
+
+  followChanges(params: api.FollowChangesParams = {}, options?: api.RequestOptions): AsyncIterable<api.ChangeEvent> {
+    return followPages(params, (page) => this.changes(page, options), options?.signal);
   }
 
   deleteUser(userId: string, options?: api.RequestOptions): Promise<api.DeletedUser> {

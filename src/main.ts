@@ -46,12 +46,14 @@ export async function startServer(config: Config, options: { handleSignals?: boo
 
   const retention = config.retentionDays === undefined || !sweepsRetention() ? null : startRetention(service, config.retentionDays, logger);
   const expiry = sweepsRetention() ? startExpirySweep(service, logger) : null;
+  const feedPrune = sweepsRetention() ? startChangesPrune(service, config.changesDays, logger) : null;
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       if (retention) clearInterval(retention);
       if (expiry) clearInterval(expiry);
+      if (feedPrune) clearInterval(feedPrune);
       await app.startDraining();
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
       await opened.close();
@@ -94,20 +96,31 @@ export async function serve(config: Config): Promise<void> {
 
 const RETENTION_SWEEP_MS = 60 * 60 * 1000;
 
-/** Purges memories ingested more than `days` ago: now, then every hour. */
-function startRetention(service: MemoryService, days: number, logger: Logger): NodeJS.Timeout {
-  const sweep = (): void => {
-    service.purgeOlderThan(Date.now() - days * 86_400_000).then(
-      (purged) => {
-        if (purged > 0) logger.info({ purged, retention_days: days }, 'retention: purged expired memories');
-      },
-      (error: Error) => logger.error({ err: error.message }, 'retention sweep failed'),
-    );
+/** Runs `sweep` now, then every hour; it logs what it did, or its failure as `failure`. */
+function startHourly(sweep: () => Promise<void>, logger: Logger, failure: string): NodeJS.Timeout {
+  const run = (): void => {
+    sweep().catch((error: Error) => logger.error({ err: error.message }, failure));
   };
-  sweep();
-  const timer = setInterval(sweep, RETENTION_SWEEP_MS);
+  run();
+  const timer = setInterval(run, RETENTION_SWEEP_MS);
   timer.unref();
   return timer;
+}
+
+/** Purges memories ingested more than `days` ago: now, then every hour. */
+function startRetention(service: MemoryService, days: number, logger: Logger): NodeJS.Timeout {
+  return startHourly(async () => {
+    const purged = await service.purgeOlderThan(Date.now() - days * 86_400_000);
+    if (purged > 0) logger.info({ purged, retention_days: days }, 'retention: purged expired memories');
+  }, logger, 'retention sweep failed');
+}
+
+/** Drops the change feed's events older than `days`: now, then every hour (any process may; they take the feed's lock). */
+function startChangesPrune(service: MemoryService, days: number, logger: Logger): NodeJS.Timeout {
+  return startHourly(async () => {
+    const pruned = await service.pruneChanges(days);
+    if (pruned > 0) logger.info({ pruned, changes_days: days }, 'change feed: dropped events past its retention');
+  }, logger, 'change feed prune failed');
 }
 
 /** How often the expired memories are deleted for good (they are invisible from their instant on; this only reclaims space). */

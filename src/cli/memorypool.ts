@@ -176,6 +176,38 @@ async function streamAll(service: MemoryService, params: Record<string, unknown>
   return undefined;
 }
 
+program
+  .command('changes')
+  .description('the change feed: the events after a cursor, {events, next_cursor}; with --follow, every event from there on as a JSON line, as it arrives')
+  .option('--after <cursor>', 'the cursor: a next_cursor, or the seq of the last event handled (default 0: from the oldest held)')
+  .option('--limit <n>', 'events per page (default 100)')
+  .option('--wait <seconds>', 'hold until an event arrives, up to this many seconds (at most 60)')
+  .option('--user <user_id>', "only this user's events (default: every user)")
+  .option('--follow', 'keep following (long polls; events written by other processes and replicas too) until interrupted')
+  .action(async (options: { after?: string; limit?: string; wait?: string; user?: string; follow?: boolean }) => {
+    const params = { action: 'changes', after: options.after, limit: options.limit, wait: options.wait, user_id: options.user };
+    if (options.follow) await withService((service) => followChanges(service, params));
+    else await runAction(params);
+  });
+
+/** How long each long poll of `changes --follow` waits (seconds). */
+const FOLLOW_WAIT = '30';
+
+/**
+ * `changes --follow`: each page through the same action as /invoke, each event a JSON line as soon
+ * as it is read. Only reads: an interrupt ends the process at once, nothing to finish.
+ */
+async function followChanges(service: MemoryService, params: Record<string, unknown>): Promise<undefined> {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(0));
+  let after = params.after;
+  for (;;) {
+    const page = (await invoke(service, { tool: 'memorypool', invoked_by: 'cli', params: dropUndefined({ ...params, after, wait: params.wait ?? FOLLOW_WAIT }) }, () => undefined)) as { events: unknown[]; next_cursor: string };
+    const lines = page.events.map((event) => JSON.stringify(event) + '\n').join('');
+    if (lines !== '' && !process.stdout.write(lines)) await new Promise((resolve) => process.stdout.once('drain', resolve));
+    after = page.next_cursor;
+  }
+}
+
 // The commands on one memory by its id.
 for (const [action, description] of [
   ['get', 'show one memory'],

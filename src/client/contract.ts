@@ -4,6 +4,7 @@ import type { invokePayloadSchema } from '../protocol/invoke.js';
 import type { addParamsSchema, batchAddSchema, batchDeleteSchema, batchUpdateSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 import type * as answers from '../protocol/response-schemas.js';
+import type * as changeAnswers from '../protocol/change-schemas.js';
 
 /**
  * The client package's types (packages/client/src/types.ts, written out so it needs no zod) held
@@ -42,6 +43,9 @@ export type ClientContract = [
   Holds<Same<client.InvokePayload, z.input<typeof invokePayloadSchema>>>,
   Holds<Same<client.BatchOperation, z.input<typeof batchAddSchema> | z.input<typeof batchUpdateSchema> | z.input<typeof batchDeleteSchema>>>,
   Holds<Same<client.BatchAnswer, z.infer<typeof answers.batchAnswerSchema>>>,
+  Holds<Same<client.ChangesParams, z.input<typeof changeAnswers.changesParamsSchema>>>,
+  Holds<Same<client.ChangeEvent, z.infer<typeof changeAnswers.changeEventSchema>>>,
+  Holds<Same<client.ChangesPage, z.infer<typeof changeAnswers.changesPageSchema>>>,
 ];
 
 // The check itself can fail: two shapes that differ in one field's type are not the same.

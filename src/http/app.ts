@@ -187,7 +187,7 @@ function sendError(reply: FastifyReply, appError: AppError): FastifyReply {
         ? { detail: { reason: appError.message }, error: appError.message }
         : { detail: { reason: appError.message } };
   if (appError.status === 503) reply.header('retry-after', '1');
-  return reply.code(appError.status).send(body);
+  return reply.code(appError.status).send(appError.body ? { ...body, ...appError.body } : body);
 }
 
 function toAppError(error: FastifyError | AppError): AppError {

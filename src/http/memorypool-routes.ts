@@ -41,6 +41,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     return page.memories;
   });
   serveOperation(app, op.stats, asAction('stats'));
+  serveOperation(app, op.changes, asAction('changes'));
 
   // Not the get action: over HTTP the history is its own route, not a flag.
   serveOperation(app, op.get, async (request) => {

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { createError, errors } from '../errors.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
 import { errorBodySchema, validationErrorBodySchema } from '../protocol/response-schemas.js';
+import { cursorExpiredBodySchema } from '../protocol/change-schemas.js';
 import type { JsonShape } from '../protocol/operations.js';
 import { OPERATIONS, type OperationDoc } from './openapi-operations.js';
 import { packageVersion } from './package-files.js';
@@ -32,6 +33,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'The token does not cover this user',
   404: 'Not found',
   405: 'Method not allowed',
+  410: 'The cursor is older than the change feed holds: `{"detail": {...}, "oldest_cursor": "..."}`',
   413: 'Body over the limit',
   422: 'The platform\'s validation errors, every problem listed',
   503: 'Unavailable (starting, shutting down, storage or embedder down): retry',
@@ -61,7 +63,7 @@ export function buildOpenApiDocument(routes: readonly RegisteredRoute[]): Record
         bearer: { type: 'http', scheme: 'bearer', description: 'MEMORYPOOL_TOKEN or a tokens-file token (`Authorization: Token <t>` works too)' },
         apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' },
       },
-      schemas: { Error: responseJsonSchema(errorBodySchema), ValidationError: responseJsonSchema(validationErrorBodySchema) },
+      schemas: { Error: responseJsonSchema(errorBodySchema), ValidationError: responseJsonSchema(validationErrorBodySchema), CursorExpired: responseJsonSchema(cursorExpiredBodySchema) },
     },
   };
 }
@@ -89,7 +91,7 @@ function operation(route: RegisteredRoute, doc: OperationDoc): Record<string, un
   };
   const errorStatuses = new Set<number>([...(doc.public ? [] : [errors.UNAUTHORIZED.status, errors.FORBIDDEN.status]), ...(doc.errors ?? []).map((code) => errors[code].status)]);
   for (const status of [...errorStatuses].sort()) {
-    const schema = status === 422 ? '#/components/schemas/ValidationError' : '#/components/schemas/Error';
+    const schema = status === 422 ? '#/components/schemas/ValidationError' : status === 410 ? '#/components/schemas/CursorExpired' : '#/components/schemas/Error';
     responses[String(status)] = { description: ERROR_TEXT[status], content: { 'application/json': { schema: { $ref: schema } } } };
   }
   op.responses = responses;

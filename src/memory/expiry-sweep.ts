@@ -13,7 +13,7 @@ export async function sweepExpired(service: ServiceContext): Promise<number> {
     if (!state || state.expiring === 0) continue;
     const nowMs = service.now();
     if (![...state.records.values()].some((record) => !service.visible(record, nowMs))) continue;
-    swept += await removeChosen(service, userId, (current) => [...current.records.values()].filter((record) => !service.visible(record, nowMs)).map((record) => record.id));
+    swept += await removeChosen(service, userId, (current) => [...current.records.values()].filter((record) => !service.visible(record, nowMs)).map((record) => record.id), { expired: true });
   }
   return swept;
 }

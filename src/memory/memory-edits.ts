@@ -78,13 +78,13 @@ export async function deleteMemory(service: ServiceContext, userId: string, id: 
  * there, from the user as it stands now, so a memory written meanwhile by this process is judged
  * too. Returns how many went.
  */
-export async function removeChosen(service: ServiceContext, userId: string, choose: (state: UserState) => string[]): Promise<number> {
+export async function removeChosen(service: ServiceContext, userId: string, choose: (state: UserState) => string[], options: { expired?: boolean } = {}): Promise<number> {
   return service.underLock(
     userId,
     async (current) => {
       const ids = choose(current);
       if (ids.length === 0) return 0;
-      const result = await service.store.remove(userId, ids);
+      const result = await service.store.remove(userId, ids, options);
       service.cache.applyRemove(current, result);
       service.counted(-result.removed.length);
       return result.removed.length;

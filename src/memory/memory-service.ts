@@ -22,6 +22,7 @@ import { isExpired } from '../domain/scope.js';
 import { listPage, listUsersPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
 import { MEMORY_TEXT, QUERY_TEXT, tracingEnabled, USER_ID, withSpan, type Attributes } from '../telemetry/tracing.js';
+import { ChangeFeed, type ChangesPage, type ChangesRequest } from './change-feed.js';
 import type {
   AddOutcome,
   BatchOperation,
@@ -52,6 +53,8 @@ export interface MemoryServiceOptions {
   cacheBytes?: number;
   /** The clock expiry is judged by (Unix ms; default Date.now): a test moves its own. */
   clock?: () => number;
+  /** How often a long poll of the change feed looks for other processes' events (ms; see change-feed.ts). */
+  changesPollMs?: number;
 }
 
 
@@ -72,6 +75,7 @@ export class MemoryService {
   /** What the service's parts (portability, stats) work through. */
   private readonly context: ServiceContext;
   private readonly conversations: ConversationAdds;
+  private readonly feed: ChangeFeed;
   private readonly preload: boolean;
   private inFlight = 0;
   /** Memories stored, as of the last count plus this service's own writes since. */
@@ -121,6 +125,7 @@ export class MemoryService {
       visible: (record, nowMs) => !isExpired(record, nowMs),
     };
     this.conversations = new ConversationAdds(this.context, (work) => this.track(work));
+    this.feed = new ChangeFeed(this.context, { pollMs: options.changesPollMs });
   }
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
@@ -316,6 +321,16 @@ export class MemoryService {
     return this.track(() => purgeOlderThan(this.context, cutoffMs));
   }
 
+  /** A page of the change feed after a cursor, held up to `waitSeconds` until an event arrives (see change-feed.ts). */
+  changes(request: ChangesRequest): Promise<ChangesPage> {
+    return this.feed.read(request);
+  }
+
+  /** Drops the change feed's events older than `days`; returns how many went. */
+  pruneChanges(days: number): Promise<number> {
+    return this.feed.prune(days);
+  }
+
   async listUsers(): Promise<string[]> {
     return this.store.listUsers();
   }
@@ -331,6 +346,7 @@ export class MemoryService {
     this.closing = true;
     this.lifecycle.closing = true;
     this.wakeWarmUp?.();
+    this.feed.close();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;
     await this.cache.stopReembedding();

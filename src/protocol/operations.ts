@@ -18,6 +18,7 @@ import {
 } from './memorypool-schemas.js';
 import { addRequestSchema, searchRequestSchema } from './platform.js';
 import { runBatch } from './batch-operations.js';
+import { changesPageSchema, changesParamsSchema } from './change-schemas.js';
 import {
   addAnswerSchema,
   batchAnswerSchema,
@@ -372,6 +373,22 @@ export const OPERATION_TABLE = {
       return poolStats(service, checkUser, input.user_id);
     }),
     mcp: { tool: 'memory_stats', description: 'How much is stored: memories and users in the pool, per user counts, disk use and index state.' },
+  },
+  changes: {
+    method: 'GET',
+    path: '/mem/changes',
+    tag: 'MemoryPool',
+    summary: 'The change feed: events after a cursor, in commit order',
+    description:
+      'Every write is an event (`added`, `updated`, `deleted`, `expired`, `user_deleted`) with a `seq` that grows by one per event across every process and replica, in the feed before the write is acknowledged. Pass `next_cursor` back as `after`; with `wait` (seconds, at most 60) the request is held until an event arrives. Without `user_id` a token sees the events of every user it covers. A cursor older than the retention (MEMORYPOOL_CHANGES_DAYS) answers 410 with `oldest_cursor`.',
+    request: { query: changesParamsSchema, examples: { follow: { after: '0', limit: '100', wait: '30' }, oneUser: { user_id: 'alice', after: '42' } } },
+    answer: { status: 200, description: 'A page of events and the cursor after it', schema: changesPageSchema },
+    errors: ['INVALID_PARAMETER', 'CURSOR_EXPIRED', 'STORAGE_UNAVAILABLE'],
+    client: 'changes',
+    action: action(changesParamsSchema, (service, input, { checkUser }) => {
+      if (input.user_id !== undefined) checkUser(input.user_id);
+      return service.changes({ after: input.after, limit: input.limit, waitSeconds: input.wait, userId: input.user_id, allowed: (userId) => allowed(checkUser, userId) });
+    }),
   },
   deleteUser: {
     method: 'DELETE',

@@ -1,5 +1,5 @@
 import type { MemoryVersion } from '../domain/memory.js';
-import type { BatchOutcome, BatchWrite } from './memory-store.js';
+import type { BatchOutcome, BatchWrite, ChangeDraft } from './memory-store.js';
 import { patchedRecord, versionOf, type StoredRecord } from './stored-record.js';
 
 /**
@@ -52,4 +52,14 @@ export function planBatch(writes: readonly BatchWrite[], held: (id: string) => S
     plan.outcomes.push({ kind: 'updated', record, previousSeq: old.seq });
   }
   return plan;
+}
+
+/** The change events of a planned batch, one per operation that changed something, in its order. */
+export function batchEvents(plan: Pick<BatchPlan, 'outcomes'>, userId: string, at: string): ChangeDraft[] {
+  return plan.outcomes.flatMap((outcome): ChangeDraft[] => {
+    if (outcome.kind === 'added' || outcome.kind === 'updated') {
+      return [{ type: outcome.kind, at, user_id: userId, memory_id: outcome.record.id, version: outcome.record.version ?? 1 }];
+    }
+    return outcome.kind === 'removed' ? [{ type: 'deleted', at, user_id: userId, memory_id: outcome.id, version: null }] : [];
+  });
 }

@@ -5,8 +5,9 @@ import type { LoadedUser } from './jsonl/load-records.js';
 import { UserQueue } from './jsonl/user-queue.js';
 import { JsonlStore } from './jsonl-store.js';
 import type { MemoryVersion } from '../domain/memory.js';
-import { planBatch, type BatchPlan } from './batch-plan.js';
-import type { AppendResult, BatchResult, BatchWrite, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
+import { batchEvents, planBatch, type BatchPlan } from './batch-plan.js';
+import { ChangeLog } from './jsonl/change-log.js';
+import type { AppendResult, BatchResult, BatchWrite, ChangeDraft, ChangeRead, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
@@ -28,18 +29,23 @@ const COUNT_BATCH = 64;
  * - Versions come from one process-wide counter: they never repeat, and a cache compares only
  *   versions of its own store.
  * - Seqs are never given out twice (a floor outlives rewrites and deletions: `JsonlStore.seqFloor`).
+ * - Every write but a re-embedding records its change events (`ChangeLog`, sync/changes.jsonl)
+ *   inside the user's lock and durably before it returns: an append's during its own fsync, a
+ *   rewrite's or a deletion's right after it (so the feed never names a change not made).
  */
 export class JsonlMemoryStore implements MemoryStore {
   readonly kind = 'jsonl';
   readonly files: JsonlStore;
   private readonly heads = new Map<string, Head>();
   private readonly queue = new UserQueue();
+  readonly changes: ChangeLog;
   /** Line counts of users whose head is not known (counted without parsing, for the pool's total), with the stamp counted. */
   private readonly lineCounts = new Map<string, { stamp: FileStamp; count: number }>();
   private clock = 0;
 
   constructor(dataDir: string, logger: Logger) {
     this.files = new JsonlStore(dataDir, logger);
+    this.changes = new ChangeLog(this.files.syncDir);
   }
 
   get location(): string {
@@ -57,6 +63,7 @@ export class JsonlMemoryStore implements MemoryStore {
   async close(): Promise<void> {
     await this.queue.settled();
     await this.files.sidecarsSettled();
+    this.changes.close();
   }
 
   listUsers(): Promise<string[]> {
@@ -152,8 +159,14 @@ export class JsonlMemoryStore implements MemoryStore {
         ...(options.requestId !== undefined ? { batch: drafts.length } : {}),
       }));
       // Append, fsync, and only then count the write as done: an acknowledged Add survives a crash.
+      const at = new Date().toISOString();
+      const events = records.map((record): ChangeDraft => ({ type: 'added', at, user_id: userId, memory_id: record.id, version: record.version ?? 1 }));
       const written = (await withSpan(STORE_APPEND, { 'memorypool.store': 'jsonl', 'memorypool.store.records': records.length }, () =>
-        this.files.append(userId, records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) }))),
+        this.files.append(
+          userId,
+          records.map((record, i) => ({ ...record, vec: encodeVector(drafts[i].vector) })),
+          () => this.changes.append(events),
+        ),
       ))!;
       const version = ++this.clock;
       if (head && written.sizeBefore === head.covered && sameFile(head.file, written.stamp)) {
@@ -173,9 +186,9 @@ export class JsonlMemoryStore implements MemoryStore {
     });
   }
 
-  remove(userId: string, ids: readonly string[]): Promise<RemoveResult> {
+  remove(userId: string, ids: readonly string[], options: { expired?: boolean } = {}): Promise<RemoveResult> {
     const wanted = new Set(ids);
-    return this.removeWhere(userId, (record) => wanted.has(record.id));
+    return this.removeWhere(userId, (record) => wanted.has(record.id), options.expired ? 'expired' : 'deleted');
   }
 
   removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult> {
@@ -189,6 +202,7 @@ export class JsonlMemoryStore implements MemoryStore {
       // The seqs given out so far stay given out: a user written again starts after them.
       if (head) await this.files.writeSeqFloor(userId, head.nextSeq);
       await this.files.deleteUser(userId);
+      if (head) await this.changes.append([{ type: 'user_deleted', at: new Date().toISOString(), user_id: userId, memory_id: null, version: null }]);
       this.heads.delete(userId);
       this.lineCounts.delete(userId);
       return loaded.records.length;
@@ -222,7 +236,8 @@ export class JsonlMemoryStore implements MemoryStore {
       const record = patchedRecord(old, patch, nextSeq);
       const line: StoredRecord = { ...record, history: [...(old.history ?? []), versionOf(old)], vec: patch.vector ? encodeVector(patch.vector) : old.vec };
       found.updated = { record, previousSeq: old.seq };
-      return { records: [...records.filter((other) => other !== old), line], contentChanged: true, seqsTaken: 1 };
+      const event: ChangeDraft = { type: 'updated', at: patch.updatedAt, user_id: userId, memory_id: id, version: record.version ?? 1 };
+      return { records: [...records.filter((other) => other !== old), line], contentChanged: true, seqsTaken: 1, events: [event] };
     });
     return found.updated ? { ...found.updated, previousVersion, version } : null;
   }
@@ -253,13 +268,30 @@ export class JsonlMemoryStore implements MemoryStore {
         return { ...record, history: [...(old.history ?? []), ...replaced], vec: vector ? encodeVector(vector) : old.vec };
       });
       const added = plan.added.map(({ record, vector }) => ({ ...record, vec: encodeVector(vector) }));
-      return { records: [...lines, ...[...moved, ...added].sort((a, b) => a.seq - b.seq)], contentChanged: true, seqsTaken: plan.seqsTaken };
+      return {
+        records: [...lines, ...[...moved, ...added].sort((a, b) => a.seq - b.seq)],
+        contentChanged: true,
+        seqsTaken: plan.seqsTaken,
+        events: batchEvents(plan, userId, new Date().toISOString()),
+      };
     });
     if (plan) return { ...written, outcomes: plan.outcomes };
     // No file for the user: nothing to update or delete, the adds alone.
     const appended = (await this.append(userId, drafts))!;
     const records = appended.records.values();
     return { previousVersion: appended.previousVersion, version: appended.version, outcomes: writes.map((write) => (write.kind === 'add' ? { kind: 'added', record: records.next().value! } : { kind: 'missing' })) };
+  }
+
+  readChanges(after: number, limit: number, userId?: string): Promise<ChangeRead> {
+    return this.changes.read(after, limit, userId);
+  }
+
+  lastChangeSeq(): Promise<number> {
+    return this.changes.lastSeq();
+  }
+
+  pruneChanges(cutoffMs: number): Promise<number> {
+    return this.changes.prune(cutoffMs);
   }
 
   /** Read without the lock unless the file needs repair, as a load is. */
@@ -278,11 +310,14 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   /** Rewrites the user's file without the matching memories. */
-  private async removeWhere(userId: string, matches: (record: StoredRecord) => boolean): Promise<RemoveResult> {
+  private async removeWhere(userId: string, matches: (record: StoredRecord) => boolean, type: 'deleted' | 'expired' = 'deleted'): Promise<RemoveResult> {
     let removed: StoredRecord[] = [];
     const { previousVersion, version } = await this.rewriteUser(userId, (records) => {
       removed = records.filter(matches);
-      return removed.length === 0 ? null : { records: records.filter((record) => !matches(record)), contentChanged: true };
+      if (removed.length === 0) return null;
+      const at = new Date().toISOString();
+      const events = removed.map((record): ChangeDraft => ({ type, at, user_id: userId, memory_id: record.id, version: null }));
+      return { records: records.filter((record) => !matches(record)), contentChanged: true, events };
     });
     return { removed: removed.map(({ id, seq }) => ({ id, seq })), previousVersion, version };
   }
@@ -297,7 +332,7 @@ export class JsonlMemoryStore implements MemoryStore {
    */
   rewriteUser(
     userId: string,
-    change: (records: readonly StoredRecord[], nextSeq: number) => { records: StoredRecord[]; contentChanged: boolean; seqsTaken?: number } | null,
+    change: (records: readonly StoredRecord[], nextSeq: number) => { records: StoredRecord[]; contentChanged: boolean; seqsTaken?: number; events?: ChangeDraft[] } | null,
   ): Promise<WriteResult> {
     return this.withUserLock(userId, async () => {
       const loaded = await this.files.load(userId);
@@ -308,6 +343,7 @@ export class JsonlMemoryStore implements MemoryStore {
       head.nextSeq += changed.seqsTaken ?? 0;
       await this.files.writeSeqFloor(userId, head.nextSeq);
       const stamp = await withSpan(STORE_REWRITE, { 'memorypool.store': 'jsonl', 'memorypool.store.records': changed.records.length }, () => this.files.rewrite(userId, changed.records));
+      if (changed.events) await this.changes.append(changed.events);
       head.count = changed.records.length;
       if (changed.contentChanged) head.version = ++this.clock;
       head.offsets.clear();

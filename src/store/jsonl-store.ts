@@ -33,6 +33,11 @@ export class JsonlStore implements IndexCacheFiles {
     return this.layout.init();
   }
 
+  /** Beside `users/`: lock files, seq floors and the change feed. */
+  get syncDir(): string {
+    return this.layout.syncDir;
+  }
+
   userDir(userId: string): string {
     return this.layout.userDir(userId);
   }
@@ -97,8 +102,8 @@ export class JsonlStore implements IndexCacheFiles {
     return countSessions(this.layout, userId, nowMs);
   }
 
-  append(userId: string, records: readonly StoredRecord[]): Promise<{ sizeBefore: number; stamp: FileStamp } | null> {
-    return userFile.appendRecords(this.layout, userId, records);
+  append(userId: string, records: readonly StoredRecord[], alongside?: () => Promise<unknown>): Promise<{ sizeBefore: number; stamp: FileStamp } | null> {
+    return userFile.appendRecords(this.layout, userId, records, alongside);
   }
 
   rewrite(userId: string, records: readonly StoredRecord[]): Promise<FileStamp> {

@@ -54,8 +54,11 @@ export interface MemoryStore {
   update(userId: string, id: string, patch: RecordPatch): Promise<UpdateResult | null>;
   /** The versions an update replaced, oldest first (empty for a memory never updated, or unknown). */
   history(userId: string, id: string): Promise<MemoryVersion[]>;
-  /** Deletes these memories, their history with them (ids the user does not hold are ignored). */
-  remove(userId: string, ids: readonly string[]): Promise<RemoveResult>;
+  /**
+   * Deletes these memories, their history with them (ids the user does not hold are ignored).
+   * `expired`: the expiry sweep's removal, named so in the change feed.
+   */
+  remove(userId: string, ids: readonly string[], options?: { expired?: boolean }): Promise<RemoveResult>;
   /** Deletes the user's memories stored (ingested) before the cutoff. */
   removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult>;
   /**
@@ -67,8 +70,51 @@ export interface MemoryStore {
   batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult>;
   /** Removes everything stored for a user, request ids included; returns how many memories it held. */
   deleteUser(userId: string): Promise<number>;
-  /** Replaces stored vectors after the embedding model changed (not a change of content: the version stays). */
+  /** Replaces stored vectors after the embedding model changed (not a change of content: the version stays; no change event). */
   replaceVectors(userId: string, vectors: ReadonlyArray<{ id: string; vector: Float32Array; model: string }>): Promise<void>;
+
+  /**
+   * The change feed: every write above but `replaceVectors` records its events in the same
+   * durable write, numbered by one counter for the whole store (every user, every process or
+   * replica), in commit order. The events after `after`, at most `limit`, only `userId`'s if given.
+   */
+  readChanges(after: number, limit: number, userId?: string): Promise<ChangeRead>;
+  /** The newest event's seq (0 before the first): a cheap poll for a long poll to wake on. */
+  lastChangeSeq(): Promise<number>;
+  /** Drops events older than the cutoff (the newest event always stays: the counter goes on from it); returns how many went. */
+  pruneChanges(cutoffMs: number): Promise<number>;
+}
+
+export type ChangeType = 'added' | 'updated' | 'deleted' | 'expired' | 'user_deleted';
+
+/**
+ * An event as stored: no text, nothing of the memory but its id and version, so that deleting a
+ * memory or a user leaves none of what it said in the feed. The service joins the memory (as it
+ * was at that version) when it answers.
+ */
+export interface ChangeEvent {
+  seq: number;
+  type: ChangeType;
+  /** When the write was made (ISO 8601). */
+  at: string;
+  user_id: string;
+  /** Null for `user_deleted`. */
+  memory_id: string | null;
+  /** The memory's version the write left (added, updated); null for deletions. */
+  version: number | null;
+}
+
+/** An event before the store numbers it. */
+export type ChangeDraft = Omit<ChangeEvent, 'seq'>;
+
+export interface ChangeRead {
+  events: ChangeEvent[];
+  /** The seq the scan reached: the next read starts after it (past events of other users it skipped too). */
+  scanned: number;
+  /** The oldest cursor still answerable: every event after it is held (0 while nothing was ever pruned). */
+  oldest: number;
+  /** The newest event's seq. */
+  last: number;
 }
 
 /** A unit ready to store: everything but the seq, which the store assigns. */

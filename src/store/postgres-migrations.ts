@@ -117,4 +117,35 @@ DROP FUNCTION pg_temp.memorypool_key(text);
 DROP FUNCTION pg_temp.memorypool_escaped(text);
 `,
   },
+  {
+    version: 4,
+    name: 'the change feed: events numbered by one counter in commit order (postgres-changes.ts)',
+    sql: `
+-- One row: the last seq given to an event. Each write's transaction moves it last, just before
+-- COMMIT, holding its row lock until then: seqs follow commit order, with no gaps, on every replica.
+-- (Global, not per user: it numbers every user's events.)
+CREATE TABLE change_counter (
+  id integer PRIMARY KEY CHECK (id = 1),
+  last_seq bigint NOT NULL
+);
+INSERT INTO change_counter (id, last_seq) VALUES (1, 0);
+
+-- The events: no text of any memory (the service joins the memory as it was at that version), so
+-- deleting a memory or a user leaves nothing it said here. user_id is the key (the partition
+-- column, as in every table), user_name the id as given.
+CREATE TABLE memory_changes (
+  user_id text NOT NULL,
+  seq bigint NOT NULL,
+  type text NOT NULL,
+  at timestamptz NOT NULL,
+  user_name text NOT NULL,
+  memory_id text,
+  version bigint,
+  PRIMARY KEY (user_id, seq)
+) PARTITION BY HASH (user_id);
+${hashPartitions('memory_changes')}
+CREATE INDEX memory_changes_seq ON memory_changes (seq);
+CREATE INDEX memory_changes_at ON memory_changes (at);
+`,
+  },
 ];

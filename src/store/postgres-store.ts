@@ -1,9 +1,11 @@
 import pg from 'pg';
-import { createError, isAppError, type AppError } from '../errors.js';
+import { createError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MemoryVersion } from '../domain/memory.js';
-import { planBatch } from './batch-plan.js';
-import type { AppendResult, BatchResult, BatchWrite, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
+import { batchEvents, planBatch } from './batch-plan.js';
+import type { AppendResult, BatchResult, BatchWrite, ChangeRead, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
+import { lastChangeSeq, pruneChanges, readChanges, recordChanges } from './postgres-changes.js';
+import { databaseError, isConnectionError, redactedUrl } from './postgres-errors.js';
 import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
@@ -37,7 +39,8 @@ interface MemoryRow {
  * one short transaction that locks the user's row in `users` (so a user's seqs are assigned in
  * commit order and the version moves by one per write); the Add's request id is inserted in the
  * same transaction under a unique key, so of two replicas racing the same Add the first wins.
- * Every statement names one user_id. Connection failures become STORAGE_UNAVAILABLE (503 with
+ * Every statement names one user_id (but the change feed's, postgres-changes.ts, whose events
+ * each write records in its own transaction). Connection failures become STORAGE_UNAVAILABLE (503 with
  * retry-after); the pool reconnects by itself when the database is back.
  */
 export class PostgresStore implements MemoryStore {
@@ -183,13 +186,15 @@ export class PostgresStore implements MemoryStore {
         // An imported memory brings the versions it replaced (export carries them).
         const versions = records.flatMap((record) => (record.history ?? []).map((entry) => ({ id: record.id, entry })));
         if (versions.length > 0) await insertVersions(client, userKey, versions);
+        const at = new Date().toISOString();
+        await recordChanges(client, records.map((record) => ({ type: 'added', at, user_id: userId, memory_id: record.id, version: record.version ?? 1 })));
       }
       return { records: records.map(({ history: _history, ...record }) => record), previousVersion: version - 1, version };
     });
   }
 
-  remove(userId: string, ids: readonly string[]): Promise<RemoveResult> {
-    return this.removeWhere(userId, 'id = ANY($2::text[])', [ids.map(encodeKey)]);
+  remove(userId: string, ids: readonly string[], options: { expired?: boolean } = {}): Promise<RemoveResult> {
+    return this.removeWhere(userId, 'id = ANY($2::text[])', [ids.map(encodeKey)], options.expired ? 'expired' : 'deleted');
   }
 
   removeOlderThan(userId: string, cutoffMs: number): Promise<RemoveResult> {
@@ -214,6 +219,7 @@ export class PostgresStore implements MemoryStore {
         [userKey, idKey, record.seq, encodeJson(recordColumn(record)), patch.vector ? vectorBytes(patch.vector) : null, encodeText(record.model ?? '')],
       );
       await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userKey]);
+      await recordChanges(client, [{ type: 'updated', at: patch.updatedAt, user_id: userId, memory_id: id, version: record.version ?? 1 }]);
       return { record, previousSeq: old.seq, previousVersion, version: previousVersion + 1 };
     });
   }
@@ -261,6 +267,7 @@ export class PostgresStore implements MemoryStore {
         plan.seqsTaken,
         plan.added.length - plan.removed.length,
       ]);
+      await recordChanges(client, batchEvents(plan, userId, new Date().toISOString()));
       return { previousVersion, version: previousVersion + 1, outcomes: plan.outcomes };
     });
   }
@@ -280,7 +287,9 @@ export class PostgresStore implements MemoryStore {
       await client.query('DELETE FROM add_requests WHERE user_id = $1', [userKey]);
       await client.query('DELETE FROM memory_versions WHERE user_id = $1', [userKey]);
       await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userKey]);
-      return Number(rows[0].memory_count);
+      const held = Number(rows[0].memory_count);
+      if (held > 0) await recordChanges(client, [{ type: 'user_deleted', at: new Date().toISOString(), user_id: userId, memory_id: null, version: null }]);
+      return held;
     });
   }
 
@@ -293,7 +302,19 @@ export class PostgresStore implements MemoryStore {
     );
   }
 
-  private async removeWhere(userId: string, condition: string, values: unknown[]): Promise<RemoveResult> {
+  readChanges(after: number, limit: number, userId?: string): Promise<ChangeRead> {
+    return readChanges((text, values) => this.query(text, values), after, limit, userId);
+  }
+
+  lastChangeSeq(): Promise<number> {
+    return lastChangeSeq((text, values) => this.query(text, values));
+  }
+
+  pruneChanges(cutoffMs: number): Promise<number> {
+    return pruneChanges((text, values) => this.query(text, values), cutoffMs);
+  }
+
+  private async removeWhere(userId: string, condition: string, values: unknown[], type: 'deleted' | 'expired' = 'deleted'): Promise<RemoveResult> {
     const userKey = encodeKey(userId);
     return this.transaction(STORE_REWRITE, async (client) => {
       const locked = await client.query<{ version: string }>('SELECT version FROM users WHERE user_id = $1 FOR UPDATE', [userKey]);
@@ -307,6 +328,8 @@ export class PostgresStore implements MemoryStore {
       // A deleted memory is gone for good: its history goes in the same transaction.
       await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, rows.map((row) => encodeKey(row.id))]);
       await client.query('UPDATE users SET version = version + 1, memory_count = memory_count - $2 WHERE user_id = $1', [userKey, rows.length]);
+      const at = new Date().toISOString();
+      await recordChanges(client, rows.map((row) => ({ type, at, user_id: userId, memory_id: row.id, version: null })));
       return { removed: rows.map((row) => ({ id: row.id, seq: Number(row.seq) })), previousVersion, version: previousVersion + 1 };
     });
   }
@@ -442,39 +465,4 @@ async function insertVersions(client: pg.PoolClient, userKey: string, versions: 
 
 function vectorBytes(vector: Float32Array): Buffer {
   return Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength);
-}
-
-/** SQLSTATE classes of a database that is down, restarting or out of resources: worth a retry. */
-const RETRYABLE_SQLSTATE = /^(08|53|57|40)/;
-
-/**
- * Whether the failure is the database being out of reach rather than a statement it refused:
- * an error the server answered carries a SQLSTATE; one without it (refused, reset, timed out,
- * terminated connection) never reached a verdict.
- */
-function isConnectionError(error: Error): boolean {
-  if (error instanceof TypeError || error instanceof RangeError || error instanceof SyntaxError) return false;
-  const code = (error as { code?: unknown }).code;
-  const sqlstate = typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : null;
-  return sqlstate === null || RETRYABLE_SQLSTATE.test(sqlstate);
-}
-
-function databaseError(error: unknown): AppError {
-  if (isAppError(error)) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof Error && isConnectionError(error)) {
-    return createError('STORAGE_UNAVAILABLE', `Storage is unavailable: PostgreSQL: ${message}`, { cause: error });
-  }
-  return createError('INTERNAL', `PostgreSQL: ${message}`, { cause: error });
-}
-
-/** The URL for logs: the password never appears. */
-export function redactedUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password !== '') parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return 'postgres://(unparsable url)';
-  }
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import * as answers from '../../src/protocol/response-schemas.js';
+import * as changeAnswers from '../../src/protocol/change-schemas.js';
 import { projectRoot, startServerProcess } from '../support/server-process.js';
 import { register, tempDir } from '../support/helper.js';
 import { startMisbehavingServer } from './misbehaving-server.js';
@@ -47,6 +48,8 @@ describe('the Python client (clients/python)', () => {
       deletedCount: answers.deletedCountSchema,
       batchAnswer: answers.batchAnswerSchema,
       batchResult: answers.batchAnswerSchema.shape.results.element,
+      changeEvent: changeAnswers.changeEventSchema,
+      changesPage: changeAnswers.changesPageSchema,
     };
     await writeFile(schemasFile, JSON.stringify(Object.fromEntries(Object.entries(schemas).map(([name, schema]) => [name, z.toJSONSchema(schema)]))));
     const pythonRoot = path.join(projectRoot, 'clients/python');

@@ -1,9 +1,7 @@
-import { readdir, readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { packageVersion } from '../../src/http/package-files.js';
-import { build } from '../support/helper.js';
+import { build, readFilesUnder } from '../support/helper.js';
 
 const json = (body: unknown) => ({ 'content-type': 'application/json', payload: JSON.stringify(body) });
 
@@ -466,12 +464,3 @@ const invokeCall = (params: Record<string, unknown>) => ({
   url: '/invoke',
   ...json({ tool_id: 't1', tool: 'memorypool', invoked_by: 'agent', params }),
 });
-
-/** The contents of every file under a directory (a deleted memory must be in none of them). */
-async function readFilesUnder(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    if (entry.isFile()) out.push(await readFile(path.join(entry.parentPath, entry.name), 'latin1'));
-  }
-  return out;
-}

@@ -96,8 +96,8 @@ describe('MemoryService on PostgreSQL', () => {
       const partitioned = await client.query<{ relname: string }>(
         "SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE p.partstrat = 'h' ORDER BY c.relname",
       );
-      expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_versions', 'users']);
-      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }]);
+      expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_changes', 'memory_versions', 'users']);
+      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
     });
   });
 });

@@ -17,8 +17,8 @@ import { register, tempDir } from '../support/helper.js';
  * client has a method that is no operation (besides the /invoke door and their own plumbing).
  */
 
-/** Besides the operations: the /invoke envelope, the walk over every page (listAll), and each client's own plumbing. */
-const DOORS = ['invoke', 'listAll'];
+/** Besides the operations: the /invoke envelope, the walks over every page (listAll) and every change (followChanges), and each client's own plumbing. */
+const DOORS = ['invoke', 'listAll', 'followChanges'];
 
 /** The value given for each path parameter, so the path a client built can be compared with the declared one. */
 const PARAM = 'p-1';
@@ -44,7 +44,7 @@ describe('the operation table', () => {
     expect(new Set(tools).size).toBe(tools.length);
     // An MCP tool runs its operation's action: a tool without one would have nothing to run.
     expect(OPERATION_LIST.filter((operation) => operation.mcp && !operation.action)).toEqual([]);
-    expect(INVOKE_ACTIONS).toEqual(['add', 'search', 'list', 'page', 'get', 'update', 'history', 'delete', 'purge', 'batch', 'stats']);
+    expect(INVOKE_ACTIONS).toEqual(['add', 'search', 'list', 'page', 'get', 'update', 'history', 'delete', 'purge', 'batch', 'stats', 'changes']);
   });
 });
 

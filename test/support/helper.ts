@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -67,4 +67,13 @@ export async function build(options: { token?: string; grants?: TokenGrant[]; da
 
 export function register(cleanup: () => Promise<void>): void {
   cleanups.push(cleanup);
+}
+
+/** The contents of every file under a directory (a deleted memory must be in none of them). */
+export async function readFilesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (entry.isFile()) out.push(await readFile(path.join(entry.parentPath, entry.name), 'latin1'));
+  }
+  return out;
 }

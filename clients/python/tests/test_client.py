@@ -4,6 +4,7 @@ MEMORYPOOL_TEST_URL; hash embedder, an empty data directory): every method, its 
 from __future__ import annotations
 
 import re
+import threading
 import unittest
 
 from memorypool import BadRequestError, MemoryPoolClient, NotFoundError, UnprocessableEntityError
@@ -106,6 +107,27 @@ class AgainstRealServer(unittest.TestCase):
         health = client.health()
         self.assertEqual(health, {"ok": True, "service": "memorypool", "version": health["version"], "count": 1})
         self.assertRegex(health["version"], r"^\d+\.\d+\.\d+")
+
+    def test_follow_changes(self) -> None:
+        client = MemoryPoolClient(required_env("MEMORYPOOL_TEST_URL"), "")
+        first = client.remember("the follower's first note", user_id="follower")
+        client.update(first["id"], text="the follower's first note, corrected", user_id="follower")
+        events = client.follow_changes(user_id="follower", wait=5)
+        added, updated = next(events), next(events)
+        self.assertEqual((added["type"], added["memory_id"], added["memory"]["text"]), ("added", first["id"], "the follower's first note"))
+        self.assertEqual((updated["type"], updated["memory"]["version"]), ("updated", 2))
+        self.assertGreater(updated["seq"], added["seq"])
+        # The iterator long-polls: a write made while it waits comes out next.
+        writer = threading.Timer(0.3, lambda: client.forget(first["id"], user_id="follower"))
+        writer.start()
+        deleted = next(events)
+        writer.join()
+        self.assertEqual((deleted["type"], deleted["memory_id"], deleted["memory"]), ("deleted", first["id"], None))
+        # Resuming from a seq: the events after it, the deleted memory's text gone from every one.
+        page = client.changes(after=added["seq"], user_id="follower")
+        self.assertEqual([event["seq"] for event in page["events"]], [updated["seq"], deleted["seq"]])
+        self.assertIsNone(page["events"][0]["memory"])
+        self.assertGreaterEqual(int(page["next_cursor"]), deleted["seq"])
 
     def test_environment_defaults(self) -> None:
         import os

@@ -26,6 +26,8 @@ PAIRS = {
     "deletedCount": _types.DeletedCount,
     "batchAnswer": _types.BatchAnswer,
     "batchResult": _types.BatchResult,
+    "changeEvent": _types.ChangeEvent,
+    "changesPage": _types.ChangesPage,
 }
 
 

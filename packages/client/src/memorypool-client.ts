@@ -1,11 +1,16 @@
 import { APIUserAbortError, APIConnectionError, errorFromAnswer, MemoryPoolError, APITimeoutError } from './errors.js';
 import { walkPages } from './pages.js';
+import { followPages } from './changes.js';
 import { memoryQuery } from './query.js';
 import type {
   AddAnswer,
   AddParams,
   BatchAnswer,
   BatchParams,
+  ChangeEvent,
+  ChangesPage,
+  ChangesParams,
+  FollowChangesParams,
   Deleted,
   DeletedCount,
   DeletedUser,
@@ -168,6 +173,18 @@ export class MemoryPoolClient implements MemoryPoolApi {
 
   stats(params: StatsParams = {}, options?: RequestOptions): Promise<PoolStats> {
     return this.call({ method: 'GET', path: '/mem/stats', query: { user_id: params.user_id }, idempotent: true }, options);
+  }
+
+  /** A page of the change feed: the events after `after`, and the cursor to pass next. */
+  changes(params: ChangesParams = {}, options?: RequestOptions): Promise<ChangesPage> {
+    const query = Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined).map(([key, value]) => [key, String(value)]));
+    // Held up to `wait` seconds by the server: the attempt's timeout covers it.
+    const timeoutMs = Math.max(options?.timeoutMs ?? this.timeoutMs, (Number(params.wait ?? 0) + 10) * 1000);
+    return this.call({ method: 'GET', path: '/mem/changes', query, idempotent: true }, { ...options, timeoutMs });
+  }
+
+  followChanges(params: FollowChangesParams = {}, options?: RequestOptions): AsyncIterable<ChangeEvent> {
+    return followPages(params, (page) => this.changes(page, options), options?.signal);
   }
 
   /** Everything stored for the user, for good. */

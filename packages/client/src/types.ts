@@ -200,6 +200,34 @@ export interface UserScope {
 }
 export type StatsParams = UserScope;
 
+/** `GET /mem/changes`: `after` (a cursor), `limit`, `wait` (seconds, at most 60), `user_id`. */
+export interface ChangesParams {
+  after?: number | string;
+  limit?: number | string;
+  wait?: number | string;
+  user_id?: string;
+}
+/** One change to a memory, in commit order across every process and replica. */
+export interface ChangeEvent {
+  /** Grows by one per event. */
+  seq: number;
+  type: 'added' | 'updated' | 'deleted' | 'expired' | 'user_deleted';
+  at: string;
+  user_id: string;
+  /** Null for user_deleted. */
+  memory_id: string | null;
+  /** The memory as this write left it; null for deletions and for a memory deleted or expired since (the feed keeps no text). */
+  memory: Memory | null;
+}
+export interface ChangesPage {
+  /** In seq order. */
+  events: ChangeEvent[];
+  /** Send it back as `after`. */
+  next_cursor: string;
+}
+/** followChanges: where to start (`after`), whose events, and how long each request waits. */
+export type FollowChangesParams = Omit<ChangesParams, 'after'> & { after?: string | number };
+
 /** `PATCH /mem/{id}`: any of text, tags, importance, metadata (null clears agent_id, run_id, expires_at); the answer is the memory at its new `version`. */
 export interface UpdateParams {
   text?: string;
@@ -270,6 +298,10 @@ export interface MemoryPoolApi {
   history(id: string, params?: UserScope, options?: RequestOptions): Promise<MemoryHistory>;
   forget(id: string, params?: UserScope, options?: RequestOptions): Promise<Deleted>;
   stats(params?: StatsParams, options?: RequestOptions): Promise<PoolStats>;
+  /** A page of the change feed after a cursor (`wait`: a long poll). */
+  changes(params?: ChangesParams, options?: RequestOptions): Promise<ChangesPage>;
+  /** Every change event from `after` on, long-polling: `for await (const event of pool.followChanges({after}))`; stops when `options.signal` aborts. */
+  followChanges(params?: FollowChangesParams, options?: RequestOptions): AsyncIterable<ChangeEvent>;
   deleteUser(userId: string, options?: RequestOptions): Promise<DeletedUser>;
   invoke(payload: InvokePayload, options?: RequestOptions): Promise<unknown>;
   health(options?: RequestOptions): Promise<Health>;

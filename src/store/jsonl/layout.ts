@@ -80,6 +80,10 @@ export class UserLayout {
     return this.userFile(userId, MEMORIES_FILE);
   }
 
+  get syncDir(): string {
+    return path.join(this.dataDir, SYNC_DIR);
+  }
+
   /** Named by the hash of the user's folder alone: the seq floor outlives a deleted user, and must not spell out part of its id. */
   syncFile(userId: string, suffix: string): string {
     const folder = path.basename(this.userDir(userId));

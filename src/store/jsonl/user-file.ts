@@ -66,9 +66,17 @@ export async function writeSeqFloor(layout: UserLayout, userId: string, nextSeq:
 /**
  * Appends records and returns only once they are on disk (fsync), so an acknowledged write
  * survives a crash. Returns the file's size before the append and its stamp after it (exact for
- * a caller holding the user's lock: nobody else writes the file meanwhile).
+ * a caller holding the user's lock: nobody else writes the file meanwhile). `alongside` (the
+ * change feed's append) runs once the lines are written, during their fsync: the two fsyncs
+ * overlap, and a reader that sees the event finds the lines it names; if it fails, the lines are
+ * cut off again and the append fails.
  */
-export async function appendRecords(layout: UserLayout, userId: string, records: readonly StoredRecord[]): Promise<{ sizeBefore: number; stamp: FileStamp } | null> {
+export async function appendRecords(
+  layout: UserLayout,
+  userId: string,
+  records: readonly StoredRecord[],
+  alongside?: () => Promise<unknown>,
+): Promise<{ sizeBefore: number; stamp: FileStamp } | null> {
   if (records.length === 0) return null;
   await layout.ensureUserDir(userId);
   const file = layout.memoriesFile(userId);
@@ -86,7 +94,7 @@ export async function appendRecords(layout: UserLayout, userId: string, records:
     sizeBefore = (await handle.stat()).size;
     await writeFully(handle, payload);
     const synced = handle;
-    await withSpan('memorypool.store.fsync', { 'memorypool.store.bytes': payload.length }, () => synced.datasync());
+    await Promise.all([withSpan('memorypool.store.fsync', { 'memorypool.store.bytes': payload.length }, () => synced.datasync()), alongside?.()]);
     return { sizeBefore, stamp: stampOf(await handle.stat({ bigint: true })) };
   } catch (error) {
     // A failed append (disk full) may have left part of a line behind: cut it off so the

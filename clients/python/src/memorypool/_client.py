@@ -27,6 +27,8 @@ from ._errors import APIConnectionError, APITimeoutError, MemoryPoolError, error
 from ._types import (
     AddAnswer,
     BatchAnswer,
+    ChangeEvent,
+    ChangesPage,
     Deleted,
     DeletedCount,
     DeletedUser,
@@ -69,6 +71,8 @@ class _Call:
     idempotent: bool = True
     # The platform's Add retries a 409 (a concurrent Add of the same request id), as the platform does.
     retry_conflict: bool = False
+    # Seconds the server may hold the answer on purpose (a long poll), added to the timeout.
+    held: float = 0
 
 
 class MemoryPoolClient:
@@ -245,6 +249,19 @@ class MemoryPoolClient:
     def stats(self, *, user_id: Optional[str] = None) -> PoolStats:
         return cast(PoolStats, self._call(_Call("GET", "/mem/stats", query={"user_id": user_id})))
 
+    def changes(self, *, after: Union[str, int] = 0, limit: Optional[int] = None, wait: Optional[int] = None, user_id: Optional[str] = None) -> ChangesPage:
+        """A page of the change feed: the events after the cursor `after`, and `next_cursor` to pass next; `wait` (seconds, at most 60) long-polls."""
+        query = {"after": str(after), "limit": limit, "wait": wait, "user_id": user_id}
+        return cast(ChangesPage, self._call(_Call("GET", "/mem/changes", query=query, held=float(wait or 0))))
+
+    def follow_changes(self, *, after: Union[str, int] = 0, wait: int = 30, limit: Optional[int] = None, user_id: Optional[str] = None) -> Iterator[ChangeEvent]:
+        """Every change event from the cursor on, long-polling for as long as the loop reads: resume a follower from the last `seq` it handled."""
+        cursor = str(after)
+        while True:
+            page = self.changes(after=cursor, limit=limit, wait=wait, user_id=user_id)
+            yield from page["events"]
+            cursor = page["next_cursor"]
+
     def delete_user(self, user_id: str) -> DeletedUser:
         """Everything stored for the user, for good."""
         return cast(DeletedUser, self._call(_Call("DELETE", "/users/" + urllib.parse.quote(user_id, safe=""))))
@@ -286,7 +303,7 @@ class MemoryPoolClient:
             data = json.dumps(call.body).encode("utf-8")
         request = urllib.request.Request(self.url + call.path + _query_string(call.query), data=data, headers=headers, method=call.method)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout + call.held) as response:
                 return _parse_json(response.read())
         except urllib.error.HTTPError as answer:
             with answer:

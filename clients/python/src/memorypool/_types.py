@@ -13,6 +13,8 @@ __all__ = [
     "AddAnswer",
     "BatchAnswer",
     "BatchResult",
+    "ChangeEvent",
+    "ChangesPage",
     "Deleted",
     "DeletedCount",
     "DeletedUser",
@@ -160,6 +162,21 @@ class MemoryHistory(TypedDict):
 class ListPage(TypedDict):
     memories: List[Memory]
     next_cursor: Optional[str]
+
+
+class ChangeEvent(TypedDict):
+    seq: int
+    type: Literal["added", "updated", "deleted", "expired", "user_deleted"]
+    at: str
+    user_id: str
+    memory_id: Optional[str]
+    # The memory as this write left it; None for deletions and for a memory deleted since.
+    memory: Optional[Memory]
+
+
+class ChangesPage(TypedDict):
+    events: List[ChangeEvent]
+    next_cursor: str
 
 
 class DeletedCount(TypedDict):
