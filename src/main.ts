@@ -54,6 +54,7 @@ export async function startServer(config: Config, options: { handleSignals?: boo
       if (retention) clearInterval(retention);
       if (expiry) clearInterval(expiry);
       if (feedPrune) clearInterval(feedPrune);
+      service.endLongPolls();
       await app.startDraining();
       // Adds in flight finish and are acknowledged; new requests get 503 meanwhile.
       await opened.close();

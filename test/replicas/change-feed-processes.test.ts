@@ -50,3 +50,15 @@ describe.each(TWO_PROCESSES)('the change feed across processes (%s)', (_name, st
     expect(new Set(fromA.events.map((event) => event.memory?.text)).size).toBe(22);
   });
 });
+
+describe('a draining server and the long polls it holds', () => {
+  it('answers a held long poll when told to stop, instead of cutting it off', async () => {
+    const server = await startServerProcess({ dataDir: await tempDir() });
+    await remember(server, 'a note');
+    const waiting = changes(server, 'after=1&wait=60');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stopped = server.stop('SIGTERM');
+    expect(await waiting).toEqual({ events: [], next_cursor: '1' });
+    expect((await stopped).code).toBe(0);
+  });
+});
