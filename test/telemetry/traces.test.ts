@@ -164,7 +164,8 @@ describe('OpenTelemetry traces', () => {
     const append = only(spans, 'memorypool.store.append', only(spans, 'memorypool.add'));
     expect(append.attributes).toMatchObject({ 'memorypool.store': 'postgresql', 'db.system.name': 'postgresql' });
     const statements = spans.filter((span) => span.parentSpanId === append.spanId);
-    expect(statements.map((span) => span.name)).toEqual(['BEGIN', 'INSERT', 'INSERT', 'INSERT', 'COMMIT']);
+    // The memory's rows, then the change feed's counter and event, last before COMMIT.
+    expect(statements.map((span) => span.name)).toEqual(['BEGIN', 'INSERT', 'INSERT', 'INSERT', 'UPDATE', 'INSERT', 'COMMIT']);
     for (const statement of statements) {
       within(statement, append);
       expect(statement.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.operation.name': statement.name });
