@@ -70,6 +70,7 @@ export function admitUnits(
   for (const { record } of units) {
     delete record.vec;
     delete record.batch;
+    delete record.batch_id;
     delete record.history;
     if (strings) compactRecord(record, strings);
     state.records.set(record.id, record);

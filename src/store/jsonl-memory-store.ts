@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
 import { sameFile, sameStamp, type FileStamp } from './jsonl/file-stamp.js';
 import { admitToHead, moveHead, newHead, type Head } from './jsonl/file-head.js';
@@ -145,7 +146,7 @@ export class JsonlMemoryStore implements MemoryStore {
     return (await this.head(userId))?.requestIds.has(requestId) ?? false;
   }
 
-  append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string } = {}): Promise<AppendResult | null> {
+  append(userId: string, drafts: readonly UnitDraft[], options: { requestId?: string; batchId?: string } = {}): Promise<AppendResult | null> {
     return this.withUserLock(userId, async () => {
       // Inside the lock nobody else writes the file: once caught up, seqs and request ids are exact.
       const head = await this.catchUp(userId, true);
@@ -156,7 +157,8 @@ export class JsonlMemoryStore implements MemoryStore {
       const records: StoredRecord[] = drafts.map(({ record }, i) => ({
         ...record,
         seq: nextSeq + i,
-        ...(options.requestId !== undefined ? { batch: drafts.length } : {}),
+        ...(options.requestId !== undefined || options.batchId !== undefined ? { batch: drafts.length } : {}),
+        ...(options.batchId !== undefined ? { batch_id: options.batchId } : {}),
       }));
       // Append, fsync, and only then count the write as done: an acknowledged Add survives a crash.
       const at = new Date().toISOString();
@@ -182,7 +184,7 @@ export class JsonlMemoryStore implements MemoryStore {
         this.heads.delete(userId);
       }
       this.lineCounts.delete(userId);
-      return { records: records.map(({ batch: _batch, ...record }) => record), previousVersion, version };
+      return { records: records.map(({ batch: _batch, batch_id: _batchId, ...record }) => record), previousVersion, version };
     });
   }
 
@@ -246,13 +248,14 @@ export class JsonlMemoryStore implements MemoryStore {
    * A batch that only adds is one append (and fsync), as a POST /mem is. One that also updates or
    * deletes is one rewrite of the user's file (temp file, fsync, rename), its adds at the end, so
    * a crash leaves the file before or after it. Either way the whole batch is durable before the
-   * answer. (A crash in the middle of an adds-only append, never acknowledged, may leave its
-   * first whole lines: unlike an Add's, they carry no request id to tell them apart.)
+   * answer. A crash in the middle of an adds-only append (never acknowledged) leaves none of it:
+   * its lines share a `batch_id` and their count, which a load checks as it checks an Add's.
    */
   async batch(userId: string, writes: readonly BatchWrite[]): Promise<BatchResult> {
     const drafts = writes.flatMap((write) => (write.kind === 'add' ? [write.draft] : []));
     if (drafts.length === writes.length) {
-      const appended = (await this.append(userId, drafts))!;
+      // One id for the append, so that a crash in its middle drops all of it (incompleteAddStart).
+      const appended = (await this.append(userId, drafts, { batchId: randomUUID() }))!;
       return { previousVersion: appended.previousVersion, version: appended.version, outcomes: appended.records.map((record) => ({ kind: 'added', record })) };
     }
     let plan: BatchPlan | undefined;
@@ -277,7 +280,7 @@ export class JsonlMemoryStore implements MemoryStore {
     });
     if (plan) return { ...written, outcomes: plan.outcomes };
     // No file for the user: nothing to update or delete, the adds alone.
-    const appended = (await this.append(userId, drafts))!;
+    const appended = (await this.append(userId, drafts, { batchId: randomUUID() }))!;
     const records = appended.records.values();
     return { previousVersion: appended.previousVersion, version: appended.version, outcomes: writes.map((write) => (write.kind === 'add' ? { kind: 'added', record: records.next().value! } : { kind: 'missing' })) };
   }
@@ -357,7 +360,7 @@ export class JsonlMemoryStore implements MemoryStore {
     const loaded = await this.readRepairing(userId, (repair) => this.files.loadUnits(userId, { repair }));
     const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
     // History stays on disk: a cache never needs it (`history` reads it when asked).
-    const units: StoredUnit[] = loaded.records.map(({ batch: _batch, history: _history, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
+    const units: StoredUnit[] = loaded.records.map(({ batch: _batch, batch_id: _batchId, history: _history, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
     return { version: head?.version ?? 0, units };
   }
 
@@ -429,5 +432,5 @@ export class JsonlMemoryStore implements MemoryStore {
 /** Records read with their `vec` as units (vectors decoded, `vec` and `batch` dropped). */
 function toUnits(records: readonly StoredRecord[]): StoredUnit[] {
   const vectors = decodeVectors(records.map((record) => record.vec));
-  return records.map(({ vec: _vec, batch: _batch, ...record }, i) => ({ record, vector: vectors[i] }));
+  return records.map(({ vec: _vec, batch: _batch, batch_id: _batchId, ...record }, i) => ({ record, vector: vectors[i] }));
 }

@@ -421,7 +421,7 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
  * (their key columns may hold digests), but the seq and the model, which have columns of their own.
  */
 function recordColumn(record: StoredRecord): Omit<StoredRecord, 'seq' | 'model'> {
-  const { seq: _seq, model: _model, vec: _vec, batch: _batch, history: _history, ...rest } = record;
+  const { seq: _seq, model: _model, vec: _vec, batch: _batch, batch_id: _batchId, history: _history, ...rest } = record;
   return rest;
 }
 

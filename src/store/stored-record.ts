@@ -9,6 +9,12 @@ export interface StoredRecord extends MemoryFields {
   seq: number;
   /** How many records the Add that wrote this one wrote in all; a load that finds fewer drops them (the Add was never acknowledged). */
   batch?: number;
+  /**
+   * The write a batch's records share when no request id groups them (an adds-only POST
+   * /mem/batch, one append): with `batch`, a load that finds fewer drops them, as for an Add.
+   * Never leaves the store.
+   */
+  batch_id?: string;
   /** The unit's own embedding, float32 little-endian, base64. */
   vec?: string;
   /** The embedder (`Embedder.modelId`) that produced `vec`. */
@@ -56,7 +62,7 @@ export function versionOf(record: StoredRecord): MemoryVersion {
  * end of its user's seqs, so a replica's refresh (the memories from its next seq on) sees it.
  */
 export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: number): StoredRecord {
-  const { history: _history, vec: _vec, batch: _batch, ...current } = record;
+  const { history: _history, vec: _vec, batch: _batch, batch_id: _batchId, ...current } = record;
   const metadata = patch.metadata ?? record.metadata;
   const next: StoredRecord = {
     ...current,

@@ -1,6 +1,11 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Memory } from '../../src/domain/memory.js';
 import type { BatchOutcome } from '../../src/memory/types.js';
+import { silentLogger } from '../../src/logger.js';
+import { JsonlStore } from '../../src/store/jsonl-store.js';
+import { openService, tempDir } from '../support/helper.js';
 import { TWO_SERVICES } from '../support/two-services.js';
 
 const memoryOf = (outcome: BatchOutcome): Memory => {
@@ -69,5 +74,33 @@ describe.each(TWO_SERVICES)('a batch of writes (%s)', (_name, open) => {
     const memory = await a.addMemory({ userId: 'u', text: 'short-lived', ttlSeconds: 10 });
     now += 11_000;
     expect(await a.batch('u', [{ op: 'update', id: memory.id, text: 'revived' }, { op: 'delete', id: memory.id }])).toMatchObject([{ error: { code: 'NOT_FOUND' } }, { error: { code: 'NOT_FOUND' } }]);
+  });
+});
+
+describe('an adds-only batch on JSONL', () => {
+  it('is one append whose lines share a batch id, kept off every answer; cut short by a crash, none of it is loaded', async () => {
+    const dataDir = await tempDir();
+    const service = await openService({ dataDir });
+    const before = await service.addMemory({ userId: 'u', text: 'acknowledged before the batch' });
+    const outcomes = await service.batch('u', [
+      { op: 'add', text: 'first of three' },
+      { op: 'add', text: 'second of three' },
+      { op: 'add', text: 'third of three' },
+    ]);
+    for (const outcome of outcomes) expect(Object.keys(memoryOf(outcome))).not.toContain('batch_id');
+    const file = path.join(new JsonlStore(dataDir, silentLogger()).userDir('u'), 'memories.jsonl');
+    const lines = (await readFile(file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { text: string; batch?: number; batch_id?: string });
+    const batchLines = lines.filter((line) => line.text.endsWith('of three'));
+    expect(batchLines.map((line) => line.batch)).toEqual([3, 3, 3]);
+    expect(new Set(batchLines.map((line) => line.batch_id)).size).toBe(1);
+    expect(batchLines[0]!.batch_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await service.list({ userId: 'u', limit: 10 })).every((memory) => !('batch_id' in memory))).toBe(true);
+    await service.close();
+
+    // As if the machine stopped after two of the three lines reached the disk.
+    const whole = await readFile(file, 'utf8');
+    await writeFile(file, whole.slice(0, whole.lastIndexOf('{"')));
+    const reopened = await openService({ dataDir });
+    expect((await reopened.list({ userId: 'u', limit: 10 })).map((memory) => memory.text)).toEqual([before.text]);
   });
 });

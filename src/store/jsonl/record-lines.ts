@@ -94,15 +94,21 @@ export function parseLines(content: Buffer, from: number, to: number, userId: st
 }
 
 /**
- * Where the last Add's records start when fewer of them are there than it wrote (`batch`), so it
- * was never acknowledged; -1 when the records end with a whole Add (or with no Add at all).
+ * Where the last Add's (or adds-only batch's) records start when fewer of them are there than it
+ * wrote (`batch`), so it was never acknowledged; -1 when the records end with a whole Add (or with no Add at all).
  * Appends are serialised per user, so a crash can cut short only the last one. (Rewrites drop
  * `batch`, so deleting single memories never trips this check.)
  */
 export function incompleteAddStart(records: readonly StoredRecord[]): number {
   const last = records.at(-1);
-  if (last?.request_id === undefined || last.batch === undefined) return -1;
+  const group = last && writeGroup(last);
+  if (group === undefined || last!.batch === undefined) return -1;
   let first = records.length - 1;
-  while (first > 0 && records[first - 1].request_id === last.request_id && records[first - 1].batch !== undefined) first--;
-  return records.length - first >= last.batch ? -1 : first;
+  while (first > 0 && writeGroup(records[first - 1]) === group && records[first - 1].batch !== undefined) first--;
+  return records.length - first >= last!.batch ? -1 : first;
+}
+
+/** What one append's records share: the Add's request id, or a batch's own id. */
+function writeGroup(record: StoredRecord): string | undefined {
+  return record.request_id !== undefined ? `request:${record.request_id}` : record.batch_id !== undefined ? `batch:${record.batch_id}` : undefined;
 }

@@ -139,7 +139,7 @@ async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]
   let size = 0;
   for (const record of records) {
     // A rewritten file is whole by construction: the Add-completeness marker has done its job.
-    const line = JSON.stringify({ ...record, batch: undefined }) + '\n';
+    const line = JSON.stringify({ ...record, batch: undefined, batch_id: undefined }) + '\n';
     chunk.push(line);
     size += line.length;
     if (size > 1 << 20) {
