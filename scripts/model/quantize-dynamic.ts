@@ -25,8 +25,9 @@ const DT = onnx.TensorProto.DataType;
  * of a batch and their padding, so a text's vector depended on what it was encoded with (cosine
  * 0.9995 to itself encoded alone, components off by up to 8e-3). With a scale per row, each
  * token's row is quantized from its own values only, the integer product is exact, and the
- * rescale is element-wise, so a text's vector is the same in any batch. The scale is symmetric
- * (zero point 128 for every row) because onnxruntime's MatMulInteger takes one zero point for A.
+ * rescale is element-wise, so a text's vector is the same in any batch. The grid is symmetric
+ * (zero point 128 for every row; 0 for a ReLU's output) because MatMulIntegerToFloat takes one
+ * zero point for A.
  *
  * Weights are unsigned 8-bit around a zero point of 128 (±127), per column. Signed int8 weights
  * would send onnxruntime to its u8×s8 kernels, which on CPUs without VNNI sum pairs of products

@@ -24,6 +24,7 @@ import type { Embedder } from './embedder.js';
 /**
  * Must equal MODEL_FORMAT in scripts/build-model.ts; part of modelId so a change forces re-embedding.
  * 2: the vector is L2-normalised here from the graph's UNNORMALISED_OUTPUT (1 took the graph's own).
+ * 3: each layer norm is one LayerNormalization kernel and the query scale is in the QKV weights.
  */
 const MODEL_FORMAT = 3;
 /**
