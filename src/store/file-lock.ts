@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createError, storageError } from '../errors.js';
@@ -25,6 +25,15 @@ import { createError, storageError } from '../errors.js';
  * file system, and an Add takes the lock once; the asynchronous calls cost a round trip through
  * libuv's thread pool each (measured: twice the time of the fsynced append itself on a busy
  * machine). Only the waiting is asynchronous.
+ *
+ * With `ownerDir`, the content is not written for every take: the process keeps one owner file
+ * there for its life (`<pid>-<nonce>.owner`) and links it to the lock's name; release checks that
+ * the name is still that file (same inode) before removing it. Creating, writing and removing a
+ * temp file each time is most of a take's cost (measured: 0.14 ms a take and release against
+ * 0.014 ms with the owner file, on this machine's ext4), and every write takes two locks. The
+ * lock's content is the same owner record either way, so waiters and breakers read it alike; a
+ * process killed with SIGKILL leaves its owner file behind, removed by the next process that
+ * starts using the folder (its owner is dead).
  */
 
 export interface LockOwner {
@@ -38,6 +47,8 @@ export interface LockOwner {
 export interface FileLockOptions {
   /** Give up (STORAGE_UNAVAILABLE) after waiting this long for a live holder (ms). */
   timeoutMs?: number;
+  /** A folder on the lock's file system for this process's one owner file (see above). */
+  ownerDir?: string;
 }
 
 /** A live holder keeps a lock for one write (milliseconds); this long means something is wrong. */
@@ -62,11 +73,14 @@ export async function withFileLock<T>(lockPath: string, task: () => Promise<T>, 
 /** Takes the lock, waiting for a live holder; resolves to the function that releases it. */
 export async function acquireFileLock(lockPath: string, options: FileLockOptions = {}): Promise<() => Promise<void>> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const owner: LockOwner = { pid: process.pid, host, start: ownStart, nonce: `${process.pid}-${++counter}-${randomBytes(6).toString('hex')}` };
+  const shared = options.ownerDir === undefined ? null : ownerFileIn(options.ownerDir);
+  const owner: LockOwner = shared?.owner ?? { pid: process.pid, host, start: ownStart, nonce: `${process.pid}-${++counter}-${randomBytes(6).toString('hex')}` };
   const started = Date.now();
   let backoff = FIRST_BACKOFF_MS;
   for (;;) {
-    if (tryLink(lockPath, owner)) return async () => releaseFileLock(lockPath, owner.nonce);
+    if (shared ? linkShared(lockPath, shared) : tryLink(lockPath, owner)) {
+      return async () => (shared ? releaseShared(lockPath, shared) : releaseFileLock(lockPath, owner.nonce));
+    }
     const holder = readOwner(lockPath);
     if (holder === 'gone') continue;
     if (holder === 'unreadable' || isStale(holder)) {
@@ -138,6 +152,96 @@ function tryLink(lockPath: string, owner: LockOwner): boolean {
     throw storageError(error);
   } finally {
     removeQuietly(temp);
+  }
+}
+
+/** This process's owner file in a folder: its path, inode and the owner record it holds. */
+interface OwnerFile {
+  file: string;
+  dir: string;
+  owner: LockOwner;
+  dev: number;
+  ino: number;
+}
+
+const ownerFiles = new Map<string, OwnerFile>();
+
+/** This process's owner file in `dir`, written on first use; removed when the process exits. */
+function ownerFileIn(dir: string): OwnerFile {
+  const known = ownerFiles.get(dir);
+  if (known) return known;
+  const owner: LockOwner = { pid: process.pid, host, start: ownStart, nonce: `${process.pid}-${++counter}-${randomBytes(6).toString('hex')}` };
+  const file = path.join(dir, `${owner.nonce}.owner`);
+  const entry: OwnerFile = { file, dir, owner, dev: -1, ino: -1 };
+  try {
+    mkdirSync(dir, { recursive: true });
+    removeDeadOwners(dir);
+    writeOwnerFile(entry);
+  } catch (error) {
+    throw storageError(error);
+  }
+  if (ownerFiles.size === 0) process.once('exit', () => ownerFiles.forEach(({ file: own }) => removeQuietly(own)));
+  ownerFiles.set(dir, entry);
+  return entry;
+}
+
+/**
+ * Writes the owner file whole under a name the sweep skips, then renames it into place: a process
+ * sweeping the folder at that moment never reads it half-written (and takes it for nobody's).
+ */
+function writeOwnerFile(entry: OwnerFile): void {
+  const temp = `${entry.file}.tmp`;
+  writeFileSync(temp, JSON.stringify(entry.owner) + '\n', { mode: 0o600 });
+  const stats = statSync(temp);
+  renameSync(temp, entry.file);
+  entry.dev = stats.dev;
+  entry.ino = stats.ino;
+}
+
+/** Removes the owner files of processes that are gone (killed before they could remove their own). */
+function removeDeadOwners(dir: string): void {
+  for (const name of readdirSync(dir)) {
+    if (!name.endsWith('.owner')) continue;
+    const holder = readOwner(path.join(dir, name));
+    if (holder !== 'gone' && (holder === 'unreadable' || isStale(holder))) removeQuietly(path.join(dir, name));
+  }
+}
+
+/** Links this process's owner file to the lock's name; false when the lock is held. */
+function linkShared(lockPath: string, shared: OwnerFile): boolean {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      linkSync(shared.file, lockPath);
+      return true;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'EEXIST') return false;
+      if (code !== 'ENOENT' || attempt > 0) throw storageError(error);
+      // The lock's folder is missing, or the owner file was removed (its folder deleted): make both again.
+      try {
+        mkdirSync(path.dirname(lockPath), { recursive: true });
+        if (!sameInode(shared.file, shared)) {
+          mkdirSync(shared.dir, { recursive: true });
+          writeOwnerFile(shared);
+        }
+      } catch (inner) {
+        throw storageError(inner);
+      }
+    }
+  }
+}
+
+/** Removes the lock's name if it is still this process's owner file (not broken and taken by another meanwhile). */
+function releaseShared(lockPath: string, shared: OwnerFile): void {
+  if (sameInode(lockPath, shared)) removeQuietly(lockPath);
+}
+
+function sameInode(file: string, shared: OwnerFile): boolean {
+  try {
+    const stats = lstatSync(file);
+    return stats.ino === shared.ino && stats.dev === shared.dev;
+  } catch {
+    return false;
   }
 }
 

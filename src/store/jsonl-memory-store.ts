@@ -46,7 +46,7 @@ export class JsonlMemoryStore implements MemoryStore {
 
   constructor(dataDir: string, logger: Logger) {
     this.files = new JsonlStore(dataDir, logger);
-    this.changes = new ChangeLog(this.files.syncDir);
+    this.changes = new ChangeLog(this.files.syncDir, this.files.lockOwnersDir);
   }
 
   get location(): string {

@@ -38,6 +38,10 @@ export class JsonlStore implements IndexCacheFiles {
     return this.layout.syncDir;
   }
 
+  get lockOwnersDir(): string {
+    return this.layout.lockOwnersDir;
+  }
+
   userDir(userId: string): string {
     return this.layout.userDir(userId);
   }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFile, readdir, writeFile } from 'node:fs/promises';
+import { readFile, readdir, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -85,5 +85,71 @@ describe('file lock', () => {
     await writeFile(lock, JSON.stringify({ pid: process.pid, host: os.hostname(), start: null, nonce: 'next-holder' }));
     await release();
     expect(await readOwner(lock)).toMatchObject({ nonce: 'next-holder' });
+  });
+
+  describe('with an owner file kept for the process (ownerDir)', () => {
+    it('lets one holder in at a time, within a process and across processes, and leaves only the owner files', async () => {
+      const dir = await tempDir();
+      const ownerDir = path.join(dir, 'owners');
+      const lock = path.join(dir, 'counter.lock');
+      const counter = path.join(dir, 'counter');
+      let inside = 0;
+      let most = 0;
+      await Promise.all(
+        Array.from({ length: 10 }, () =>
+          withFileLock(lock, async () => {
+            most = Math.max(most, ++inside);
+            await new Promise((resolve) => setImmediate(resolve));
+            inside--;
+          }, { ownerDir }),
+        ),
+      );
+      expect(most).toBe(1);
+      const worker = path.join(projectRoot, 'test/support/lock-worker.ts');
+      const runs = await Promise.all(Array.from({ length: 3 }, () => runNode(['--import', 'tsx', worker, lock, counter, '40', ownerDir])));
+      for (const run of runs) expect(run.stderr).toBe('');
+      expect(await readFile(counter, 'utf8')).toBe('120');
+      // The lock is gone; the workers removed their owner files as they exited; this process's stays.
+      expect((await readdir(dir)).sort()).toEqual(['counter', 'owners']);
+      const owners = await readdir(ownerDir);
+      expect(owners).toHaveLength(1);
+      expect(await readOwner(path.join(ownerDir, owners[0]))).toMatchObject({ pid: process.pid });
+    });
+
+    it('the lock of a process killed while holding it is the dead owner\'s file: broken at once, and the file removed by the next process', async () => {
+      const dir = await tempDir();
+      const ownerDir = path.join(dir, 'owners');
+      const lock = path.join(dir, 'u.lock');
+      const child = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'test/support/lock-worker.ts'), lock, '-', 'hold', ownerDir], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+      await new Promise<void>((resolve) => child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('held') && resolve()));
+      const [deadOwner] = await readdir(ownerDir);
+      // The lock's name and the child's owner file are one file.
+      expect((await stat(lock)).ino).toBe((await stat(path.join(ownerDir, deadOwner))).ino);
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.on('close', resolve));
+      await withFileLock(lock, async () => {
+        expect(await readOwner(lock)).toMatchObject({ pid: process.pid });
+      }, { timeoutMs: 2_000, ownerDir });
+      const left = await readdir(ownerDir);
+      expect(left).toHaveLength(1);
+      expect(left).not.toContain(deadOwner);
+      await expect(stat(lock)).rejects.toMatchObject({ code: 'ENOENT' });
+    });
+
+    it('makes its owner file again when its folder was deleted, and never removes a lock it no longer holds', async () => {
+      const dir = await tempDir();
+      const ownerDir = path.join(dir, 'sync', 'owners');
+      const lock = path.join(dir, 'sync', 'u.lock');
+      await withFileLock(lock, async () => undefined, { ownerDir });
+      const { rm } = await import('node:fs/promises');
+      await rm(path.join(dir, 'sync'), { recursive: true });
+      const release = await acquireFileLock(lock, { ownerDir });
+      expect(await readOwner(lock)).toMatchObject({ pid: process.pid });
+      // Replaced meanwhile (as a breaker would): release leaves the other holder's lock.
+      await rm(lock);
+      await writeFile(lock, JSON.stringify({ pid: process.pid, host: os.hostname(), start: null, nonce: 'next-holder' }));
+      await release();
+      expect(await readOwner(lock)).toMatchObject({ nonce: 'next-holder' });
+    });
   });
 });

@@ -55,9 +55,12 @@ export class ChangeLog {
   private index: ReadIndex | null = null;
   private fd: number | null = null;
 
-  constructor(syncDir: string) {
+  private readonly lockOptions: { ownerDir: string };
+
+  constructor(syncDir: string, lockOwnersDir: string) {
     this.file = path.join(syncDir, 'changes.jsonl');
     this.lockFile = path.join(syncDir, 'changes.lock');
+    this.lockOptions = { ownerDir: lockOwnersDir };
   }
 
   /**
@@ -104,7 +107,7 @@ export class ChangeLog {
         this.closeFile();
         throw storageError(error);
       }
-    });
+    }, this.lockOptions);
   }
 
   /** Closes the file this process appends to (the store's close). */
@@ -197,7 +200,7 @@ export class ChangeLog {
       await writeAtomically(this.file, (handle) => writeFully(handle, Buffer.from(kept.map((line) => line + '\n').join(''), 'utf8')));
       this.written = null;
       return dropped;
-    });
+    }, this.lockOptions);
   }
 
   /** Brings the read index up to the file: the appended lines only, or the whole file when it was replaced. */

@@ -84,6 +84,11 @@ export class UserLayout {
     return path.join(this.dataDir, SYNC_DIR);
   }
 
+  /** Where each process keeps the one owner file its locks in sync/ link to (file-lock.ts). */
+  get lockOwnersDir(): string {
+    return path.join(this.dataDir, SYNC_DIR, 'owners');
+  }
+
   /** Named by the hash of the user's folder alone: the seq floor outlives a deleted user, and must not spell out part of its id. */
   syncFile(userId: string, suffix: string): string {
     const folder = path.basename(this.userDir(userId));

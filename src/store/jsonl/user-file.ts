@@ -26,7 +26,7 @@ export function memoriesStampNow(layout: UserLayout, userId: string): FileStamp 
  * memories file (appends included, see JsonlMemoryStore) runs inside it. Held only for the write.
  */
 export function withUserLock<T>(layout: UserLayout, userId: string, task: () => Promise<T>): Promise<T> {
-  return withFileLock(layout.syncFile(userId, 'lock'), task);
+  return withFileLock(layout.syncFile(userId, 'lock'), task, { ownerDir: layout.lockOwnersDir });
 }
 
 /**
@@ -35,7 +35,7 @@ export function withUserLock<T>(layout: UserLayout, userId: string, task: () => 
  * after the user's lock when both are needed, never before.
  */
 export function withCacheLock<T>(layout: UserLayout, userId: string, task: () => Promise<T>): Promise<T> {
-  return withFileLock(layout.syncFile(userId, 'cache.lock'), task);
+  return withFileLock(layout.syncFile(userId, 'cache.lock'), task, { ownerDir: layout.lockOwnersDir });
 }
 
 /**
