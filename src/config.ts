@@ -82,6 +82,10 @@ const configSchema = z.object({
   retentionDays: z.coerce.number().positive().optional(),
   /** Days the change feed keeps its events (GET /mem/changes); an older cursor answers 410. */
   changesDays: z.coerce.number().positive().default(7),
+  /** A JSON file of webhooks, [{"url", "secret", "events"?, "users"?}] (src/webhooks/webhooks-file.ts): each change event POSTed, signed. */
+  webhooksFile: z.string().min(1).optional(),
+  /** The first retry's delay of a failed webhook delivery (ms), doubled per failure; short in tests. */
+  webhooksRetryMs: z.coerce.number().int().positive().default(1_000),
   /** A postgres:// URL: memories live in PostgreSQL (shared by replicas) instead of the data directory. */
   databaseUrl: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL').optional(),
   /** Memory budget (MiB) for the users held in memory; least recently used users are evicted past it. Unset: no limit. */
@@ -157,6 +161,8 @@ const ENV_NAMES: Record<keyof z.infer<typeof configSchema>, string> = {
   logLevel: 'MEMORYPOOL_LOG_LEVEL',
   retentionDays: 'MEMORYPOOL_RETENTION_DAYS',
   changesDays: 'MEMORYPOOL_CHANGES_DAYS',
+  webhooksFile: 'MEMORYPOOL_WEBHOOKS_FILE',
+  webhooksRetryMs: 'MEMORYPOOL_WEBHOOKS_RETRY_MS',
   databaseUrl: 'MEMORYPOOL_DATABASE_URL',
   cacheMb: 'MEMORYPOOL_CACHE_MB',
   tlsCert: 'MEMORYPOOL_TLS_CERT',

@@ -9,6 +9,7 @@ import type { MemoryService } from './memory/memory-service.js';
 import { invoke, runAction, type Action } from './protocol/invoke.js';
 import { userScopeSchema } from './protocol/memorypool-schemas.js';
 import { openService } from './open-service.js';
+import type { WebhookStatus } from './webhooks/webhook-deliverer.js';
 import { platformAdd, platformSearch } from './protocol/platform.js';
 import { parseOr400 } from './protocol/validation.js';
 
@@ -110,6 +111,10 @@ class InProcessPool implements MemoryPool {
 
   stats(params: api.StatsParams = {}, options?: api.RequestOptions): Promise<api.PoolStats> {
     return this.action('stats', params, options) as Promise<api.PoolStats>;
+  }
+
+  webhooks(options?: api.RequestOptions): Promise<{ webhooks: WebhookStatus[] }> {
+    return this.action('webhooks', {}, options) as Promise<{ webhooks: WebhookStatus[] }>;
   }
 
   changes(params: api.ChangesParams = {}, options?: api.RequestOptions): Promise<api.ChangesPage> {

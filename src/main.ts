@@ -47,6 +47,8 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const retention = config.retentionDays === undefined || !sweepsRetention() ? null : startRetention(service, config.retentionDays, logger);
   const expiry = sweepsRetention() ? startExpirySweep(service, logger) : null;
   const feedPrune = sweepsRetention() ? startChangesPrune(service, config.changesDays, logger) : null;
+  // Every process runs the deliverers; a lease in the store lets one of them deliver each hook.
+  service.startWebhooks();
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {

@@ -8,6 +8,7 @@ import { loadHnswlib } from './retrieval/vector-index.js';
 import { JsonlMemoryStore } from './store/jsonl-memory-store.js';
 import type { MemoryStore } from './store/memory-store.js';
 import { PostgresStore } from './store/postgres-store.js';
+import { readWebhooksFile } from './webhooks/webhooks-file.js';
 
 /**
  * The one place the service is assembled: config → store → embedder → service, then the legacy
@@ -46,6 +47,8 @@ export async function openService(
   const { dataDir, databaseUrl, cacheBytes } = storeOptions(config);
   // Now, not at a user's first Add: without the native index build nothing could be served.
   loadHnswlib();
+  // A server delivers the webhooks: their file is checked before anything loads.
+  const webhooks = server && config.webhooksFile !== undefined ? readWebhooksFile(config.webhooksFile) : [];
   const embedder = createEmbedder(config);
   let service: MemoryService;
   try {
@@ -57,6 +60,8 @@ export async function openService(
       preload: server,
       weights: serviceWeights(config),
       indexFlushDelayMs: options.indexFlushDelayMs,
+      webhooks,
+      webhookTiming: { retryBaseMs: config.webhooksRetryMs },
     });
   } catch (error) {
     // The encoder's thread would otherwise keep a command that failed to open (no model, say) alive.

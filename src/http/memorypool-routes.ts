@@ -42,6 +42,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
   });
   serveOperation(app, op.stats, asAction('stats'));
   serveOperation(app, op.changes, asAction('changes'));
+  serveOperation(app, op.webhooks, asAction('webhooks'));
 
   // Not the get action: over HTTP the history is its own route, not a flag.
   serveOperation(app, op.get, async (request) => {

@@ -23,6 +23,9 @@ import { listPage, listUsersPage, type ListPage } from './list-pages.js';
 import { sweepExpired } from './expiry-sweep.js';
 import { MEMORY_TEXT, QUERY_TEXT, tracingEnabled, USER_ID, withSpan, type Attributes } from '../telemetry/tracing.js';
 import { ChangeFeed, type ChangesPage, type ChangesRequest } from './change-feed.js';
+import type { DeliveryTiming } from '../webhooks/hook-delivery.js';
+import { WebhookDeliverer, type WebhookStatus } from '../webhooks/webhook-deliverer.js';
+import type { WebhookSpec } from '../webhooks/webhooks-file.js';
 import type {
   AddOutcome,
   BatchOperation,
@@ -55,6 +58,10 @@ export interface MemoryServiceOptions {
   clock?: () => number;
   /** How often a long poll of the change feed looks for other processes' events (ms; see change-feed.ts). */
   changesPollMs?: number;
+  /** The webhooks this service delivers once `startWebhooks` is called (MEMORYPOOL_WEBHOOKS_FILE; src/webhooks/). */
+  webhooks?: readonly WebhookSpec[];
+  /** The webhooks' retry schedule and lease, shortened by tests (defaults: hook-delivery.ts). */
+  webhookTiming?: Partial<DeliveryTiming>;
 }
 
 
@@ -76,6 +83,7 @@ export class MemoryService {
   private readonly context: ServiceContext;
   private readonly conversations: ConversationAdds;
   private readonly feed: ChangeFeed;
+  private readonly hooks: WebhookDeliverer;
   private readonly preload: boolean;
   private inFlight = 0;
   /** Memories stored, as of the last count plus this service's own writes since. */
@@ -126,6 +134,7 @@ export class MemoryService {
     };
     this.conversations = new ConversationAdds(this.context, (work) => this.track(work));
     this.feed = new ChangeFeed(this.context, { pollMs: options.changesPollMs });
+    this.hooks = new WebhookDeliverer(options.webhooks ?? [], { feed: this.feed, store: this.store, logger: this.logger, timing: options.webhookTiming });
   }
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
@@ -331,6 +340,16 @@ export class MemoryService {
     this.feed.close();
   }
 
+  /** Starts delivering the configured webhooks (a server does; a CLI command does not). */
+  startWebhooks(): void {
+    this.hooks.start();
+  }
+
+  /** Each configured webhook's delivery state (GET /mem/webhooks; never its secret). */
+  webhooks(): Promise<WebhookStatus[]> {
+    return this.hooks.status();
+  }
+
   /** Drops the change feed's events older than `days`; returns how many went. */
   pruneChanges(days: number): Promise<number> {
     return this.feed.prune(days);
@@ -351,6 +370,8 @@ export class MemoryService {
     this.closing = true;
     this.lifecycle.closing = true;
     this.wakeWarmUp?.();
+    // The delivery under way finishes and its progress is saved before the store closes.
+    await this.hooks.stop();
     this.feed.close();
     if (this.inFlight > 0) await new Promise<void>((resolve) => (this.drained = resolve));
     await this.background;

@@ -54,3 +54,21 @@ export const cursorExpiredBodySchema = z.object({
   error: z.string().optional().meta({ description: 'The same message as detail.reason' }),
   oldest_cursor: z.string().meta({ description: 'The oldest cursor still answerable' }),
 });
+
+export const webhookStatusSchema = z
+  .object({
+    id: z.string().meta({ description: "The hook's id: the one given in the file, else derived from its URL" }),
+    url: z.string().meta({ description: 'Where events are POSTed (a user name and password in it are left out)' }),
+    events: z.array(z.string()).nullable().meta({ description: 'The event types it wants; null: every type' }),
+    users: z.array(z.string()).nullable().meta({ description: 'The users whose events it wants; null: every user' }),
+    delivered_seq: z.number().int().nullable().meta({ description: 'Every event it wants up to this seq was delivered (answered 2xx); null before its first claim' }),
+    failures: z.number().int().meta({ description: 'Failed attempts in a row at the next event' }),
+    last_error: z.string().nullable(),
+    next_try_at: z.string().nullable().meta({ format: 'date-time', description: 'When the failing event is tried again' }),
+    failed: z.boolean().meta({ description: 'Given up after failing for 24 h: it waits, its events kept, until a server starts again' }),
+    holder: z.string().nullable().meta({ description: 'The process delivering it (host:pid:nonce), null when none holds its lease' }),
+    lease_expires_at: z.string().nullable().meta({ format: 'date-time' }),
+  })
+  .strict();
+
+export const webhooksAnswerSchema = z.object({ webhooks: z.array(webhookStatusSchema).meta({ description: 'In the order of MEMORYPOOL_WEBHOOKS_FILE' }) }).strict();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ErrorCode } from '../errors.js';
+import { createError, type ErrorCode } from '../errors.js';
 import type { ListPage } from '../memory/list-pages.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
@@ -18,7 +18,7 @@ import {
 } from './memorypool-schemas.js';
 import { addRequestSchema, searchRequestSchema } from './platform.js';
 import { runBatch } from './batch-operations.js';
-import { changesPageSchema, changesParamsSchema } from './change-schemas.js';
+import { changesPageSchema, changesParamsSchema, webhooksAnswerSchema } from './change-schemas.js';
 import {
   addAnswerSchema,
   batchAnswerSchema,
@@ -390,6 +390,22 @@ export const OPERATION_TABLE = {
       return service.changes({ after: input.after, limit: input.limit, waitSeconds: input.wait, userId: input.user_id, allowed: (userId) => allowed(checkUser, userId) });
     }),
   },
+  webhooks: {
+    method: 'GET',
+    path: '/mem/webhooks',
+    tag: 'Operations',
+    summary: "The webhooks' delivery state",
+    description:
+      'Each hook of MEMORYPOOL_WEBHOOKS_FILE (never its secret) with where its delivery stands: the seq delivered up to, failures in a row, the last error, the next try and the process holding its lease. Needs a token that covers every user (a scoped token answers 403).',
+    request: {},
+    answer: { status: 200, description: 'The hooks, in the file\'s order', schema: webhooksAnswerSchema },
+    errors: ['STORAGE_UNAVAILABLE'],
+    client: 'webhooks',
+    action: action(z.object({}), async (service, _input, { checkUser }) => {
+      requireEveryUser(checkUser, 'The webhooks');
+      return { webhooks: await service.webhooks() };
+    }),
+  },
   deleteUser: {
     method: 'DELETE',
     path: '/users/:user_id',
@@ -483,6 +499,14 @@ async function poolStats(service: MemoryService, checkUser: UserCheck, onlyUser?
   const visible = stats.per_user.filter((entry) => (onlyUser === undefined || entry.user_id === onlyUser) && allowed(checkUser, entry.user_id));
   if (visible.length === stats.per_user.length) return stats;
   return { ...stats, count: visible.reduce((sum, entry) => sum + entry.count, 0), users: visible.length, per_user: visible };
+}
+
+/**
+ * Refuses a token scoped to some users: what the operation shows concerns every user. A scope
+ * covers the empty user id only when one of its prefixes is empty, i.e. when it covers every user.
+ */
+function requireEveryUser(checkUser: UserCheck, what: string): void {
+  if (!allowed(checkUser, '')) throw createError('FORBIDDEN', `${what} concern every user: these credentials are scoped to some users`);
 }
 
 function allowed(checkUser: UserCheck, userId: string): boolean {

@@ -60,6 +60,11 @@ const host = os.hostname();
 const ownStart = startTime(process.pid);
 let counter = 0;
 
+/** This process as a lock file names its owner (for a lease kept elsewhere that wants the same staleness test). */
+export function thisProcess(): Omit<LockOwner, 'nonce'> {
+  return { pid: process.pid, host, start: ownStart };
+}
+
 /** Runs `task` holding the lock at `lockPath` (its folder is created when missing). */
 export async function withFileLock<T>(lockPath: string, task: () => Promise<T>, options: FileLockOptions = {}): Promise<T> {
   const release = await acquireFileLock(lockPath, options);

@@ -7,6 +7,7 @@ import { UserQueue } from './jsonl/user-queue.js';
 import { JsonlStore } from './jsonl-store.js';
 import type { MemoryVersion } from '../domain/memory.js';
 import { batchEvents, planBatch, type BatchPlan } from './batch-plan.js';
+import { JsonlWebhookState } from './jsonl/webhook-state-file.js';
 import { ChangeLog } from './jsonl/change-log.js';
 import type { AppendResult, BatchResult, BatchWrite, ChangeDraft, ChangeRead, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
@@ -40,6 +41,7 @@ export class JsonlMemoryStore implements MemoryStore {
   private readonly heads = new Map<string, Head>();
   private readonly queue = new UserQueue();
   readonly changes: ChangeLog;
+  readonly webhooks: JsonlWebhookState;
   /** Line counts of users whose head is not known (counted without parsing, for the pool's total), with the stamp counted. */
   private readonly lineCounts = new Map<string, { stamp: FileStamp; count: number }>();
   private clock = 0;
@@ -47,6 +49,7 @@ export class JsonlMemoryStore implements MemoryStore {
   constructor(dataDir: string, logger: Logger) {
     this.files = new JsonlStore(dataDir, logger);
     this.changes = new ChangeLog(this.files.syncDir, this.files.lockOwnersDir);
+    this.webhooks = new JsonlWebhookState(this.files.syncDir);
   }
 
   get location(): string {

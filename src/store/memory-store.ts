@@ -1,6 +1,7 @@
 import type { MemoryVersion } from '../domain/memory.js';
 import type { RecordPatch, StoredRecord } from './stored-record.js';
 import type { IndexCacheFiles } from './vector-index-cache.js';
+import type { WebhookStateStore } from './webhook-state.js';
 
 /**
  * The one boundary between the service and stored data. Two implementations: the JSONL data
@@ -16,6 +17,8 @@ export interface MemoryStore {
   readonly location: string;
   /** Where per-user HNSW caches may be kept; null when the store keeps none (they are rebuilt on load). */
   readonly indexCache: IndexCacheFiles | null;
+  /** Each webhook's delivery progress and lease, beside the change feed it follows (webhook-state.ts). */
+  readonly webhooks: WebhookStateStore;
 
   init(): Promise<void>;
   close(): Promise<void>;

@@ -148,4 +148,25 @@ CREATE INDEX memory_changes_seq ON memory_changes (seq);
 CREATE INDEX memory_changes_at ON memory_changes (at);
 `,
   },
+  {
+    version: 5,
+    name: 'webhooks: each hook\'s delivery progress and the lease of its one deliverer (postgres-webhooks.ts)',
+    sql: `
+-- One row per hook (its id: webhooks-file.ts). delivered_seq is the change feed's cursor the hook
+-- has been delivered up to; holder and lease_expires_at name the one replica delivering it, which
+-- renews the lease while it lives (expiry judged by this database's clock). Times of the retry
+-- schedule are Unix ms, as the service computes them.
+CREATE TABLE webhook_state (
+  hook_id text PRIMARY KEY,
+  delivered_seq bigint NOT NULL,
+  failures integer NOT NULL DEFAULT 0,
+  last_error text,
+  failing_since bigint,
+  next_try_at bigint,
+  failed boolean NOT NULL DEFAULT false,
+  holder jsonb,
+  lease_expires_at timestamptz
+);
+`,
+  },
 ];

@@ -10,6 +10,7 @@ import { MIGRATIONS } from './postgres-migrations.js';
 import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from './postgres-text.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
 import { POSTGRES_SPAN, tracedClient } from './traced-sql.js';
+import { PostgresWebhookState } from './postgres-webhooks.js';
 import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
@@ -47,6 +48,7 @@ export class PostgresStore implements MemoryStore {
   readonly kind = 'postgres';
   readonly location: string;
   readonly indexCache = null;
+  readonly webhooks: PostgresWebhookState;
   private readonly pool: pg.Pool;
   private readonly logger: Logger;
 
@@ -64,6 +66,7 @@ export class PostgresStore implements MemoryStore {
     });
     // An idle connection dropped by the server (restart, failover) must not crash the process.
     this.pool.on('error', (error) => this.logger.warn({ err: error.message }, 'PostgreSQL connection lost; reconnecting on the next query'));
+    this.webhooks = new PostgresWebhookState((text, values) => this.query(text, values));
   }
 
   /** Applies the migrations this database lacks, one replica at a time. */

@@ -12,7 +12,7 @@ const LAYERS: ReadonlyArray<{ name: string; members: readonly string[] }> = [
   { name: 'foundation: the domain nouns, errors, logging, tracing, configuration', members: ['domain/', 'errors.ts', 'telemetry/', 'logger.ts', 'config.ts'] },
   { name: 'retrieval: lexical, vector and fused scoring (pure)', members: ['retrieval/'] },
   { name: 'embedding, ingest, store', members: ['embedding/', 'ingest/', 'store/'] },
-  { name: 'memory: the service', members: ['memory/'] },
+  { name: 'memory: the service and the webhooks it delivers', members: ['memory/', 'webhooks/'] },
   { name: 'protocol: request schemas, validation, the shared handlers', members: ['protocol/'] },
   { name: 'assembly: the service opened from config; the process cluster', members: ['open-service.ts', 'server-cluster.ts'] },
   { name: 'http and the clients', members: ['http/', 'client/'] },

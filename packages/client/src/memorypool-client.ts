@@ -187,6 +187,11 @@ export class MemoryPoolClient implements MemoryPoolApi {
     return followPages(params, (page) => this.changes(page, options), options?.signal);
   }
 
+  /** Each configured webhook's delivery state (an unscoped token only). */
+  webhooks(options?: RequestOptions): Promise<WebhooksAnswer> {
+    return this.call({ method: 'GET', path: '/mem/webhooks', idempotent: true }, options);
+  }
+
   /** Everything stored for the user, for good. */
   deleteUser(userId: string, options?: RequestOptions): Promise<DeletedUser> {
     return this.call({ method: 'DELETE', path: `/users/${encodeURIComponent(userId)}`, idempotent: true }, options);

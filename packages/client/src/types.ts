@@ -200,6 +200,27 @@ export interface UserScope {
 }
 export type StatsParams = UserScope;
 
+/** A webhook as `GET /mem/webhooks` shows it (never its secret). */
+export interface WebhookStatus {
+  id: string;
+  url: string;
+  events: string[] | null;
+  users: string[] | null;
+  /** Every event it wants up to this seq was delivered; null before its first claim. */
+  delivered_seq: number | null;
+  failures: number;
+  last_error: string | null;
+  next_try_at: string | null;
+  /** Given up after 24 h of failures; taken up again when a server starts. */
+  failed: boolean;
+  /** The process holding its lease (host:pid:nonce). */
+  holder: string | null;
+  lease_expires_at: string | null;
+}
+export interface WebhooksAnswer {
+  webhooks: WebhookStatus[];
+}
+
 /** `GET /mem/changes`: `after` (a cursor), `limit`, `wait` (seconds, at most 60), `user_id`. */
 export interface ChangesParams {
   after?: number | string;
@@ -302,6 +323,8 @@ export interface MemoryPoolApi {
   changes(params?: ChangesParams, options?: RequestOptions): Promise<ChangesPage>;
   /** Every change event from `after` on, long-polling: `for await (const event of pool.followChanges({after}))`; stops when `options.signal` aborts. */
   followChanges(params?: FollowChangesParams, options?: RequestOptions): AsyncIterable<ChangeEvent>;
+  /** Each configured webhook's delivery state (an unscoped token only). */
+  webhooks(options?: RequestOptions): Promise<WebhooksAnswer>;
   deleteUser(userId: string, options?: RequestOptions): Promise<DeletedUser>;
   invoke(payload: InvokePayload, options?: RequestOptions): Promise<unknown>;
   health(options?: RequestOptions): Promise<Health>;

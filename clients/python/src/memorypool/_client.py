@@ -29,6 +29,7 @@ from ._types import (
     BatchAnswer,
     ChangeEvent,
     ChangesPage,
+    WebhooksAnswer,
     Deleted,
     DeletedCount,
     DeletedUser,
@@ -261,6 +262,10 @@ class MemoryPoolClient:
             page = self.changes(after=cursor, limit=limit, wait=wait, user_id=user_id)
             yield from page["events"]
             cursor = page["next_cursor"]
+
+    def webhooks(self) -> WebhooksAnswer:
+        """Each configured webhook's delivery state (an unscoped token only)."""
+        return cast(WebhooksAnswer, self._call(_Call("GET", "/mem/webhooks")))
 
     def delete_user(self, user_id: str) -> DeletedUser:
         """Everything stored for the user, for good."""

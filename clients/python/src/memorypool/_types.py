@@ -31,6 +31,8 @@ __all__ = [
     "SearchAnswer",
     "SearchHit",
     "ValidationIssue",
+    "WebhookStatus",
+    "WebhooksAnswer",
 ]
 
 Metadata = Dict[str, Union[str, int, float, bool]]
@@ -177,6 +179,25 @@ class ChangeEvent(TypedDict):
 class ChangesPage(TypedDict):
     events: List[ChangeEvent]
     next_cursor: str
+
+
+class WebhookStatus(TypedDict):
+    id: str
+    url: str
+    events: Optional[List[str]]
+    users: Optional[List[str]]
+    # Every event it wants up to this seq was delivered; None before its first claim.
+    delivered_seq: Optional[int]
+    failures: int
+    last_error: Optional[str]
+    next_try_at: Optional[str]
+    failed: bool
+    holder: Optional[str]
+    lease_expires_at: Optional[str]
+
+
+class WebhooksAnswer(TypedDict):
+    webhooks: List[WebhookStatus]
 
 
 class DeletedCount(TypedDict):
