@@ -28,11 +28,17 @@ export function postEvent(hook: WebhookSpec, event: FeedEvent, attempt: number, 
   const attributes = { 'memorypool.webhook.id': hook.id, 'memorypool.change.seq': event.seq, 'memorypool.change.type': event.type, 'memorypool.webhook.attempt': attempt };
   return withSpan(DELIVERY_SPAN, attributes, async (span): Promise<DeliveryOutcome> => {
     try {
-      const response = await fetch(hook.url, {
+      const { url, authorization } = target(hook.url);
+      const response = await fetch(url, {
         method: 'POST',
         redirect: 'manual',
         signal: AbortSignal.timeout(timeoutMs),
-        headers: { 'content-type': 'application/json', 'user-agent': 'memorypool-webhooks', [SIGNATURE_HEADER]: signatureHeader(hook.secret, body, Math.floor(Date.now() / 1000)) },
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'memorypool-webhooks',
+          [SIGNATURE_HEADER]: signatureHeader(hook.secret, body, Math.floor(Date.now() / 1000)),
+          ...(authorization === undefined ? {} : { authorization }),
+        },
         body,
       });
       // Read to the end, so the connection is reused (the receiver's words are not kept).
@@ -49,6 +55,16 @@ export function postEvent(hook: WebhookSpec, event: FeedEvent, attempt: number, 
       return { ok: false, error: reason };
     }
   });
+}
+
+/** fetch refuses a URL with credentials in it: they go as basic authentication, as a browser or curl sends them. */
+function target(hookUrl: string): { url: string; authorization?: string } {
+  const parsed = new URL(hookUrl);
+  if (parsed.username === '' && parsed.password === '') return { url: hookUrl };
+  const credentials = `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  return { url: parsed.toString(), authorization: `Basic ${Buffer.from(credentials).toString('base64')}` };
 }
 
 /** fetch's "fetch failed" hides the reason in its cause (ECONNREFUSED, ...). */

@@ -12,6 +12,8 @@ import { register } from './helper.js';
 export interface Received {
   body: string;
   signature: string;
+  /** The authorization header, when the hook's URL carried credentials. */
+  authorization?: string;
   /** The body parsed. */
   event: { id: string; seq: number; type: string; user_id: string; memory_id: string | null; memory: { text: string } | null };
   /** What the receiver answered (`hang`: nothing). */
@@ -27,7 +29,8 @@ export interface Receiver {
   waitFor(test: (received: Received[]) => boolean, timeoutMs?: number): Promise<void>;
 }
 
-export async function startReceiver(behave: (attempt: number, event: Received['event']) => number | 'hang' = () => 200): Promise<Receiver> {
+/** `delayMs`: each answer comes this long after the request (a slow receiver, so a test can act mid-stream). */
+export async function startReceiver(behave: (attempt: number, event: Received['event']) => number | 'hang' = () => 200, options: { delayMs?: number } = {}): Promise<Receiver> {
   const received: Received[] = [];
   const hanging = new Set<http.ServerResponse>();
   const server = http.createServer((request, response) => {
@@ -37,8 +40,9 @@ export async function startReceiver(behave: (attempt: number, event: Received['e
     request.on('end', () => {
       const event = JSON.parse(body) as Received['event'];
       const answer = behave(received.length, event);
-      received.push({ body, signature: String(request.headers['memorypool-signature'] ?? ''), event, answer });
+      received.push({ body, signature: String(request.headers['memorypool-signature'] ?? ''), authorization: request.headers.authorization, event, answer });
       if (answer === 'hang') hanging.add(response);
+      else if (options.delayMs) setTimeout(() => response.writeHead(answer, { 'content-type': 'text/plain' }).end('ok'), options.delayMs);
       else response.writeHead(answer, { 'content-type': 'text/plain' }).end('ok');
     });
   });

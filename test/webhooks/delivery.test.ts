@@ -43,6 +43,8 @@ describe('webhook delivery', () => {
     expect(verifiedByPython(SECRET, receiver.received)).toEqual(receiver.received.map(() => true));
     expect(verifiedByPython('another secret', receiver.received.slice(0, 1))).toEqual([false]);
 
+    // The cursor is saved just after the receiver's answer.
+    await expect.poll(async () => (await service.webhooks())[0].delivered_seq).toBe(6);
     const [status] = await service.webhooks();
     expect(status).toMatchObject({ delivered_seq: 6, failures: 0, failed: false, url: receiver.url, events: null, users: null });
     expect(JSON.stringify(status)).not.toContain(SECRET);
