@@ -65,3 +65,12 @@ describe('loadConfig: tracing', () => {
     expect(() => loadConfig({}, { ...endpoint, MEMORYPOOL_TRACE_USER_IDS: 'maybe' })).toThrow(/MEMORYPOOL_TRACE_USER_IDS/);
   });
 });
+
+describe('loadConfig: webhooks', () => {
+  it('names the hooks file and the first retry delay, 1 s by default, and refuses a delay that is not a positive integer', () => {
+    expect(loadConfig({}, {}).webhooksFile).toBeUndefined();
+    expect(loadConfig({}, {}).webhooksRetryMs).toBe(1_000);
+    expect(loadConfig({}, { MEMORYPOOL_WEBHOOKS_FILE: '/etc/memorypool/hooks.json', MEMORYPOOL_WEBHOOKS_RETRY_MS: '50' })).toMatchObject({ webhooksFile: '/etc/memorypool/hooks.json', webhooksRetryMs: 50 });
+    expect(() => loadConfig({}, { MEMORYPOOL_WEBHOOKS_RETRY_MS: '0' })).toThrow(/MEMORYPOOL_WEBHOOKS_RETRY_MS/);
+  });
+});

@@ -389,6 +389,11 @@ export const OPERATION_TABLE = {
       if (input.user_id !== undefined) checkUser(input.user_id);
       return service.changes({ after: input.after, limit: input.limit, waitSeconds: input.wait, userId: input.user_id, allowed: (userId) => allowed(checkUser, userId) });
     }),
+    mcp: {
+      tool: 'list_changes',
+      description:
+        'What changed in memory, oldest first: events (added, updated, deleted, expired, user_deleted) after a cursor, each with its seq, time, user, memory id and the memory as that write left it. Pass next_cursor back as after to read on; wait (seconds, at most 60) holds the call until something changes.',
+    },
   },
   webhooks: {
     method: 'GET',

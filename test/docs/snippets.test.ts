@@ -1,11 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdir, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryPoolClient } from 'memorypool-client';
-import { projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
-import { tempDir } from '../support/helper.js';
+import { freePort, projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
+import { register, sleep, tempDir } from '../support/helper.js';
 import { assertBuilt } from '../support/replica-cluster.js';
 import { documents, expectSnippetOutput, SCRIPTED_MODEL, snippet } from '../support/snippets.js';
 
@@ -37,7 +37,7 @@ function jsonValues(text: string): any[] {
 }
 
 /** The snippets this file runs, by name. */
-const RUN = ['quick-start', 'where-curl', 'batch-curl', 'multi-user-curl', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk'];
+const RUN = ['quick-start', 'where-curl', 'batch-curl', 'multi-user-curl', 'client-ts', 'client-python', 'in-process', 'langchain', 'ai-sdk', 'webhook-receiver-ts', 'webhook-receiver-python'];
 /** Languages whose blocks are programs a reader runs as they are (the rest: layouts, configuration, shell steps that need a host). */
 const RUNNABLE = new Set(['js', 'javascript', 'ts', 'typescript', 'python', 'py']);
 
@@ -66,6 +66,21 @@ async function run(command: string, args: string[], cwd: string, env: Record<str
 /** A real server for one test (the helpers stop it, and remove its data, after each test). */
 async function serve(): Promise<ServerProcess> {
   return startServerProcess({ dataDir: await tempDir() });
+}
+
+/** A long-running snippet (a webhook receiver) as a child process: its stdout lines so far; killed after the test. */
+function background(command: string, args: string[], cwd: string, env: Record<string, string>): { lines: () => string[]; stderr: () => string } {
+  const child = spawn(command, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  register(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  return { lines: () => stdout.split('\n').filter(Boolean), stderr: () => stderr };
 }
 
 async function nothingLeft(server: ServerProcess): Promise<void> {
@@ -161,5 +176,31 @@ describe('the code blocks of the README and docs/', () => {
     const dir = await application({ 'snippet.js': await snippet('ai-sdk'), 'model.js': SCRIPTED_MODEL });
     expectSnippetOutput('ai-sdk', await run(process.execPath, ['snippet.js'], dir, { MEMORYPOOL_URL: server.url }));
     await nothingLeft(server);
+  });
+
+  it('webhook receivers (TypeScript and Python): each verifies the signature of a real delivery and refuses a forged one', async () => {
+    const secret = 'whsec_snippet_secret';
+    const [tsPort, pyPort] = [await freePort(), await freePort()];
+    const dir = await tempDir();
+    await writeFile(path.join(dir, 'receiver.ts'), await snippet('webhook-receiver-ts'));
+    // tsx, from the repository (the working directory), runs the TypeScript as written.
+    const tsReceiver = background(process.execPath, ['--import', 'tsx', path.join(dir, 'receiver.ts')], projectRoot, { WEBHOOK_SECRET: secret, PORT: String(tsPort) });
+    const pyReceiver = background(process.env.PYTHON ?? 'python3', ['-c', await snippet('webhook-receiver-python')], dir, { WEBHOOK_SECRET: secret, PORT: String(pyPort) });
+    const hooksFile = path.join(dir, 'hooks.json');
+    await writeFile(hooksFile, JSON.stringify([`http://127.0.0.1:${tsPort}/`, `http://127.0.0.1:${pyPort}/`].map((url) => ({ url, secret }))));
+    // Retries every few ms until the receivers listen.
+    const server = await startServerProcess({ dataDir: await tempDir(), env: { MEMORYPOOL_WEBHOOKS_FILE: hooksFile, MEMORYPOOL_WEBHOOKS_RETRY_MS: '20' } });
+    await new MemoryPoolClient({ url: server.url, token: '' }).remember({ text: 'Caroline adopted a rescue dog named Max', user_id: 'caroline' });
+    for (const receiver of [tsReceiver, pyReceiver]) {
+      await expect.poll(() => receiver.lines(), { timeout: 20_000 }).toEqual(['added caroline Caroline adopted a rescue dog named Max']);
+    }
+    for (const port of [tsPort, pyPort]) {
+      const body = JSON.stringify({ id: 'forged:1', type: 'deleted', user_id: 'caroline' });
+      const forged = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body, headers: { 'memorypool-signature': `t=${Math.floor(Date.now() / 1000)},v1=${'0'.repeat(64)}` } });
+      expect(forged.status, String(port)).toBe(400);
+    }
+    await sleep(100);
+    expect(tsReceiver.lines()).toHaveLength(1);
+    expect(pyReceiver.lines()).toHaveLength(1);
   });
 });

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 
-export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'write_memories', 'memory_stats'];
+export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'write_memories', 'memory_stats', 'list_changes'];
 
 /** The JSON a tool answered with (its one text block); fails the test on a tool error. */
 export async function callJson(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
@@ -85,6 +85,12 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   expect(await callJson(client, 'get_memory', { id: dog.id, user_id: 'caroline' })).toEqual(dog);
   expect(await callJson(client, 'memory_stats', { user_id: 'caroline' })).toMatchObject({ count: 2, users: 1 });
   expect(await callJson(client, 'forget', { id: dog.id, user_id: 'caroline' })).toEqual({ deleted: dog.id });
+  // The change feed: the first events are the two remembers, in order; the cursor reads on after them.
+  const changes = await callJson(client, 'list_changes', { user_id: 'caroline', limit: 2 });
+  expect(changes.events.map((event: { type: string; memory_id: string }) => [event.type, event.memory_id])).toEqual([['added', dog.id], ['added', expect.any(String)]]);
+  const later = await callJson(client, 'list_changes', { user_id: 'caroline', after: changes.next_cursor, limit: 1000 });
+  expect(later.events.at(-1)).toMatchObject({ type: 'deleted', memory_id: dog.id, memory: null });
+  expect(await callError(client, 'list_changes', { wait: 61 })).toBe('wait: wait must be at most 60');
   expect(await callError(client, 'get_memory', { id: dog.id, user_id: 'caroline' })).toBe(`No memory with id ${JSON.stringify(dog.id)}`);
 }
 

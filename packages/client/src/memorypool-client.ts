@@ -28,6 +28,7 @@ import type {
   RecallParams,
   RememberParams,
   RequestOptions,
+  WebhooksAnswer,
   ScoredMemory,
   SearchAnswer,
   SearchParams,
