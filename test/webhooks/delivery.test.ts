@@ -65,6 +65,31 @@ describe('webhook delivery', () => {
     expect(receiver.received.map((entry) => entry.event.seq)).toEqual([1]);
   });
 
+  it('gives a hook up after the retry window of failures, keeping its cursor, and takes it up again when a service starts', async () => {
+    let answer = 500;
+    const receiver = await startReceiver(() => answer);
+    const dataDir = await tempDir();
+    const first = await openService({ dataDir, webhooks: hooks(receiver.url), webhookTiming: { ...FAST, retryWindowMs: 300 } });
+    first.startWebhooks();
+    await writeSome(first, 'alice', 2);
+    await expect.poll(async () => (await first.webhooks())[0].failed, { timeout: 10_000 }).toBe(true);
+    const [given] = await first.webhooks();
+    expect(given).toMatchObject({ delivered_seq: 0, failed: true, next_try_at: null, last_error: 'the receiver answered 500' });
+    const attempts = receiver.received.length;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // No attempt while given up; none got past the first event.
+    expect(receiver.received.length).toBe(attempts);
+    expect(new Set(receiver.received.map((entry) => entry.event.seq))).toEqual(new Set([1]));
+    await first.close();
+
+    answer = 200;
+    const second = await openService({ dataDir, webhooks: hooks(receiver.url), webhookTiming: FAST });
+    second.startWebhooks();
+    await receiver.waitFor(() => receiver.accepted().length === 2);
+    expect(receiver.accepted().map((entry) => entry.event.seq)).toEqual([1, 2]);
+    await expect.poll(async () => (await second.webhooks())[0]).toMatchObject({ delivered_seq: 2, failed: false, failures: 0 });
+  });
+
   it("sends a hook only the events and users it asks for, and moves its cursor past the others", async () => {
     const receiver = await startReceiver();
     const service = await openService({ webhooks: hooks(receiver.url, { events: ['deleted'], users: ['bob', 'carol'] }), webhookTiming: FAST });
