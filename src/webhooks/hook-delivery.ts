@@ -124,9 +124,15 @@ export class HookDelivery {
       if (!(error instanceof AppError && error.code === 'CURSOR_EXPIRED')) throw error;
       return (await this.skipPruned(progress, Number(error.body?.oldest_cursor))) ? 0 : idle;
     }
+    let renewedAt = Date.now();
     for (const event of page.events) {
       if (this.stopped) return 0;
       if (!hookWants(this.hook, event)) continue;
+      // A page of slow answers outlasts a lease: renew it on the way, or stop if it was lost.
+      if (Date.now() - renewedAt > renewBy) {
+        if ((await state.claim(this.hook.id, holder, timing.leaseMs, this.startSeq)) === null) return idle;
+        renewedAt = Date.now();
+      }
       const delivered = await this.deliver(progress, event);
       if (delivered === null) return idle;
       // Failed: the next round waits for its retry.

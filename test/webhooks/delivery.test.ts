@@ -139,6 +139,20 @@ describe.each(TWO_SERVICES)('webhooks with %s', (_name, openTwo) => {
     expect(fromA[0].holder).not.toBeNull();
   });
 
+  it('keeps the lease through a page of answers slower than the lease: no takeover, so nothing sent twice', async () => {
+    // The first attempt fails, so the retry finds all eight events in one page: ~640 ms of answers against a 240 ms lease.
+    const receiver = await startReceiver((attempt) => (attempt === 0 ? 503 : 200), { delayMs: 80 });
+    const [a, b] = await openTwo({ webhooks: hooks(receiver.url), webhookTiming: { ...FAST, leaseMs: 240, retryBaseMs: 400, retryMaxMs: 400 } });
+    a.startWebhooks();
+    b.startWebhooks();
+    await a.addMemory({ userId: 'alice', text: 'fact 0' });
+    await receiver.waitFor((received) => received.length === 1);
+    for (let index = 1; index < 8; index++) await a.addMemory({ userId: 'alice', text: `fact ${index}` });
+    await receiver.waitFor(() => receiver.accepted().length === 8);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.received.map((entry) => entry.event.seq)).toEqual([1, 1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
   it('passes the hook to the other when its holder stops', async () => {
     const receiver = await startReceiver();
     const [a, b] = await openTwo({ webhooks: hooks(receiver.url), webhookTiming: FAST });
