@@ -389,6 +389,11 @@ export const OPERATION_TABLE = {
       if (input.user_id !== undefined) checkUser(input.user_id);
       return service.changes({ after: input.after, limit: input.limit, waitSeconds: input.wait, userId: input.user_id, allowed: (userId) => allowed(checkUser, userId) });
     }),
+    mcp: {
+      tool: 'list_changes',
+      description:
+        'What changed in memory after a cursor, in order: memories added, updated, deleted or expired, and users deleted, each with the memory as it now is. Pass next_cursor back as after to go on; wait (seconds, at most 60) holds the call until something changes.',
+    },
   },
   deleteUser: {
     method: 'DELETE',
