@@ -392,7 +392,7 @@ export const OPERATION_TABLE = {
     mcp: {
       tool: 'list_changes',
       description:
-        'What changed in memory, oldest first: events (added, updated, deleted, expired, user_deleted) after a cursor, each with its seq, time, user, memory id and the memory as that write left it. Pass next_cursor back as after to read on; wait (seconds, at most 60) holds the call until something changes.',
+        'What changed in memory after a cursor, in order: memories added, updated, deleted or expired, and users deleted, each with the memory as it now is. Pass next_cursor back as after to go on; wait (seconds, at most 60) holds the call until something changes.',
     },
   },
   webhooks: {

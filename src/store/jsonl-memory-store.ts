@@ -11,7 +11,7 @@ import { JsonlWebhookState } from './jsonl/webhook-state-file.js';
 import { ChangeLog } from './jsonl/change-log.js';
 import type { AppendResult, BatchResult, BatchWrite, ChangeDraft, ChangeRead, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
-import { decodeVectors, encodeVector, patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
+import { decodeVectors, encodeVector, patchedRecord, versionOf, withoutWriteMarks, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Users whose files a count stats at once. */
 const COUNT_BATCH = 64;
@@ -187,7 +187,7 @@ export class JsonlMemoryStore implements MemoryStore {
         this.heads.delete(userId);
       }
       this.lineCounts.delete(userId);
-      return { records: records.map(({ batch: _batch, batch_id: _batchId, ...record }) => record), previousVersion, version };
+      return { records: records.map(withoutWriteMarks), previousVersion, version };
     });
   }
 
@@ -363,7 +363,7 @@ export class JsonlMemoryStore implements MemoryStore {
     const loaded = await this.readRepairing(userId, (repair) => this.files.loadUnits(userId, { repair }));
     const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
     // History stays on disk: a cache never needs it (`history` reads it when asked).
-    const units: StoredUnit[] = loaded.records.map(({ batch: _batch, batch_id: _batchId, history: _history, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
+    const units: StoredUnit[] = loaded.records.map(({ history: _history, ...record }, i) => ({ record: withoutWriteMarks(record), vector: loaded.vectors[i] }));
     return { version: head?.version ?? 0, units };
   }
 
@@ -435,5 +435,5 @@ export class JsonlMemoryStore implements MemoryStore {
 /** Records read with their `vec` as units (vectors decoded, `vec` and `batch` dropped). */
 function toUnits(records: readonly StoredRecord[]): StoredUnit[] {
   const vectors = decodeVectors(records.map((record) => record.vec));
-  return records.map(({ vec: _vec, batch: _batch, batch_id: _batchId, ...record }, i) => ({ record, vector: vectors[i] }));
+  return records.map(({ vec: _vec, ...record }, i) => ({ record: withoutWriteMarks(record), vector: vectors[i] }));
 }

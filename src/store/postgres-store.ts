@@ -11,7 +11,7 @@ import { decodingTypes, encodeJson, encodeKey, encodeText, isKeyDigest } from '.
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
 import { POSTGRES_SPAN, tracedClient } from './traced-sql.js';
 import { PostgresWebhookState } from './postgres-webhooks.js';
-import { patchedRecord, versionOf, type RecordPatch, type StoredRecord } from './stored-record.js';
+import { patchedRecord, versionOf, withoutWriteMarks, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /** Any fixed number: the key of the advisory lock that serialises migrations across replicas. */
 const MIGRATION_LOCK_KEY = 0x6d656d70; // "memp"
@@ -424,7 +424,7 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
  * (their key columns may hold digests), but the seq and the model, which have columns of their own.
  */
 function recordColumn(record: StoredRecord): Omit<StoredRecord, 'seq' | 'model'> {
-  const { seq: _seq, model: _model, vec: _vec, batch: _batch, batch_id: _batchId, history: _history, ...rest } = record;
+  const { seq: _seq, model: _model, vec: _vec, history: _history, ...rest } = withoutWriteMarks(record);
   return rest;
 }
 

@@ -58,11 +58,20 @@ export function versionOf(record: StoredRecord): MemoryVersion {
 }
 
 /**
+ * The record without the marks an append writes on its lines for a load to check that the write
+ * is whole (`batch`, `batch_id`): they belong to the file, never to an answer or a later write.
+ */
+export function withoutWriteMarks<T extends { batch?: unknown; batch_id?: unknown }>(record: T): Omit<T, 'batch' | 'batch_id'> {
+  const { batch: _batch, batch_id: _batchId, ...rest } = record;
+  return rest;
+}
+
+/**
  * The record after an update, under the seq the store assigned: an updated memory moves to the
  * end of its user's seqs, so a replica's refresh (the memories from its next seq on) sees it.
  */
 export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: number): StoredRecord {
-  const { history: _history, vec: _vec, batch: _batch, batch_id: _batchId, ...current } = record;
+  const { history: _history, vec: _vec, ...current } = withoutWriteMarks(record);
   const metadata = patch.metadata ?? record.metadata;
   const next: StoredRecord = {
     ...current,
