@@ -5,6 +5,7 @@ import { hookWants, parseWebhooks, readWebhooksFile } from '../../src/webhooks/w
 import { signatureHeader } from '../../src/webhooks/signature.js';
 import { createHmac } from 'node:crypto';
 import { tempDir } from '../support/helper.js';
+import { startServerProcess } from '../support/server-process.js';
 
 describe('MEMORYPOOL_WEBHOOKS_FILE', () => {
   it('reads the hooks, each with a stable id from its URL unless it names one', async () => {
@@ -37,6 +38,16 @@ describe('MEMORYPOOL_WEBHOOKS_FILE', () => {
     expect(await bad('[{"url": "https://x", "secret": "s", "events": ["created"]}]')).toThrow(/\[0\]\.events\.\[0\]|\[0\]\.events\[0\]/);
     expect(await bad('[{"url": "https://x", "secret": "s", "extra": 1}]')).toThrow(/\[0\]/);
     expect(await bad('[{"url": "https://x", "secret": "s"}, {"url": "https://x", "secret": "t"}]')).toThrow(/\[1\]: the same id as \[0\]/);
+  });
+});
+
+describe('a server with a bad webhooks file', () => {
+  it('does not start, and says which hook is wrong and why', async () => {
+    const file = path.join(await tempDir(), 'hooks.json');
+    await writeFile(file, JSON.stringify([{ url: 'https://ok.example.com/', secret: 'fine' }, { url: 'not a url', secret: 'hidden-secret', events: ['created'] }]));
+    const started = startServerProcess({ dataDir: await tempDir(), env: { MEMORYPOOL_WEBHOOKS_FILE: file } });
+    await expect(started).rejects.toThrow(/server exited before it was healthy \(code 1[\s\S]*Webhooks file .*hooks\.json is invalid: \[1\]\.url: must be an http:\/\/ or https:\/\/ URL; \[1\]\.events\[0\]/);
+    await expect(started).rejects.not.toThrow(/hidden-secret/);
   });
 });
 
