@@ -270,13 +270,14 @@ describe('ids with ../ or NUL', () => {
     await service.flushIndexes();
 
     // Every file under the temporary root is the data directory's format stamp, a known file of one
-    // user's folder in data/users, or that folder's seq floor or locks in data/sync, named by its hash (a lock is gone once
-    // released, but the index work of a user deleted a moment ago may still hold its cache lock).
+    // user's folder in data/users, that folder's seq floor or locks in data/sync, named by its
+    // hash, or this process's lock owner file in data/sync/owners (a lock is gone once released,
+    // but the index work of a user deleted a moment ago may still hold its cache lock).
     const files = await walk(root);
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
       expect(path.relative(root, file)).toMatch(
-        /^outer\/inner\/data\/(format\.json|users\/[A-Za-z0-9_-]{1,40}-[0-9a-f]{16}\/(memories\.jsonl|user\.json|vectors\.hnsw|vectors\.meta\.json|quarantine\.jsonl)|sync\/([0-9a-f]{16}\.(next-seq|lock|cache\.lock)|changes\.jsonl))$/,
+        /^outer\/inner\/data\/(format\.json|users\/[A-Za-z0-9_-]{1,40}-[0-9a-f]{16}\/(memories\.jsonl|user\.json|vectors\.hnsw|vectors\.meta\.json|quarantine\.jsonl)|sync\/([0-9a-f]{16}\.(next-seq|lock|cache\.lock)|changes\.jsonl|owners\/[0-9]+-[0-9]+-[0-9a-f]{12}\.owner))$/,
       );
     }
     expect(await readdir(root)).toEqual(['outer']);

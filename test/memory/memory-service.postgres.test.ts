@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { openService } from '../support/helper.js';
+import { MIGRATIONS } from '../../src/store/postgres-migrations.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
 
 const add = (userId: string, requestId: string, texts: string[]) => ({
@@ -97,7 +98,10 @@ describe('MemoryService on PostgreSQL', () => {
         "SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE p.partstrat = 'h' ORDER BY c.relname",
       );
       expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_changes', 'memory_versions', 'users']);
-      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual([{ version: 1 }, { version: 2 }, { version: 3 }, { version: 4 }]);
+      expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual(
+        MIGRATIONS.map((migration) => ({ version: migration.version })),
+      );
+      expect(MIGRATIONS.map((migration) => migration.version)).toEqual([1, 2, 3, 4, 5]);
     });
   });
 });
