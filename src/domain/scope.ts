@@ -1,4 +1,5 @@
 import type { MemoryFields } from './memory.js';
+import { timeMsOf } from './time-fields.js';
 
 /**
  * A memory's scopes beside its user: the agent that holds it and the run (a session, a task) it
@@ -11,5 +12,6 @@ export const MAX_SCOPE_CHARS = 256;
 
 /** Whether the memory has expired at `nowMs`: from its `expires_at` on, it is invisible everywhere. */
 export function isExpired(record: Pick<MemoryFields, 'expires_at'>, nowMs: number): boolean {
-  return record.expires_at !== undefined && Date.parse(record.expires_at) <= nowMs;
+  const expiresMs = timeMsOf(record, 'expires_at');
+  return expiresMs !== undefined && expiresMs <= nowMs;
 }

@@ -1,6 +1,6 @@
 import type { MemoryFilter } from '../domain/memory.js';
 import { removeChosen } from './memory-edits.js';
-import { matchesFilter } from './memory-records.js';
+import { matchesFilter } from './filter-match.js';
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
 

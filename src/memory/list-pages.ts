@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Memory, MemoryFilter } from '../domain/memory.js';
 import { createError } from '../errors.js';
-import { matchesFilter, memoryTime, publicMemory } from './memory-records.js';
+import { matchesFilter } from './filter-match.js';
+import { memoryTime, publicMemory } from './memory-records.js';
 import type { ServiceContext } from './service-context.js';
 import type { ListRequest } from './types.js';
 import type { UserState } from './user-state.js';

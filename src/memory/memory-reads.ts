@@ -4,7 +4,8 @@ import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { PreparedSearch } from '../retrieval/corpus/user-corpus.js';
 import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
-import { duplicateKey, hitContent, matchesFilter, memoryTime, publicMemory } from './memory-records.js';
+import { filterTest, timeWindowOnly } from './filter-match.js';
+import { duplicateKey, hitContent, memoryTime, publicMemory } from './memory-records.js';
 import { boundSearchRequest } from './query-bounds.js';
 import { startSpan, type Span } from '../telemetry/tracing.js';
 import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
@@ -170,9 +171,14 @@ function recordFilter(service: ServiceContext, state: UserState, filter: MemoryF
   const unfiltered = !filter || Object.values(filter).every((condition) => condition === undefined);
   // Expiry only costs a search when the user holds a memory that expires at all.
   if (unfiltered && !state.expiring) return undefined;
+  const matches = unfiltered ? null : filterTest(filter);
+  const window = unfiltered ? null : timeWindowOnly(filter);
   return (unit) => {
+    // A time window alone needs only the unit's time, unless a memory may have expired.
+    if (window !== null && state.expiring === 0) return window(unit.timeMs);
     const record = state.bySeq.get(unit.seq);
-    return record !== undefined && service.visible(record, nowMs) && (unfiltered || matchesFilter(record, filter, unit.timeMs));
+    // Without an expiring memory every record is visible: no test of its expiry per unit.
+    return record !== undefined && (state.expiring === 0 || service.visible(record, nowMs)) && (matches === null || matches(record, unit.timeMs));
   };
 }
 

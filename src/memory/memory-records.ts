@@ -5,8 +5,7 @@ import { eventPeriod } from '../retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import type { Memory, MemoryFields, MemoryFilter, MetadataValue } from '../domain/memory.js';
-import { matchesWhere } from './where-match.js';
+import type { Memory, MemoryFields } from '../domain/memory.js';
 
 /** The unit a stored memory was made from: its text, speaker, time and tags. */
 export function unitText(record: MemoryFields): UnitText {
@@ -78,40 +77,6 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array | null, st
 /** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */
 export function duplicateKey(text: string): string {
   return text.trim().replace(/\s+/g, ' ').toLowerCase();
-}
-
-/**
- * Whether a record passes every condition of the filter (see `MemoryFilter`). `timeMs`, the
- * record's time when the caller has it parsed already (a corpus unit's): a search tests every unit.
- */
-export function matchesFilter(record: MemoryFields, filter: MemoryFilter, timeMs = Date.parse(record.occurred_at ?? record.created_at)): boolean {
-  if (filter.tag !== undefined && !record.tags.includes(filter.tag)) return false;
-  if (filter.agentId !== undefined && record.agent_id !== filter.agentId) return false;
-  if (filter.runId !== undefined && record.run_id !== filter.runId) return false;
-  if (filter.sinceMs !== undefined || filter.untilMs !== undefined) {
-    if (filter.sinceMs !== undefined && !(timeMs >= filter.sinceMs)) return false;
-    if (filter.untilMs !== undefined && !(timeMs <= filter.untilMs)) return false;
-  }
-  if (filter.metadata) {
-    for (const [key, wanted] of Object.entries(filter.metadata)) {
-      const stored = record.metadata?.[key];
-      if (stored === undefined || !sameValue(stored, wanted)) return false;
-    }
-  }
-  if (filter.where && !matchesWhere(record, filter.where)) return false;
-  return true;
-}
-
-/**
- * A filter's value read as the type the memory stored it with: a query string carries only
- * text, so `meta.priority=2` matches a stored 2 and `meta.done=true` a stored true, while a
- * stored "2" is matched by the text "2" only.
- */
-function sameValue(stored: MetadataValue, wanted: MetadataValue): boolean {
-  if (typeof stored === typeof wanted) return stored === wanted;
-  if (typeof wanted !== 'string') return String(wanted) === stored;
-  if (typeof stored === 'number') return wanted.trim() !== '' && Number(wanted) === stored;
-  return wanted === String(stored);
 }
 
 /** A record's standalone content, built once: a record is replaced, never changed, so it cannot go stale. */

@@ -35,31 +35,50 @@ export function denseShares(vector: Float32Array, candidates: Int32Array, positi
   const dense = new Float64Array(count);
   if (weights.denseWeight > 0) {
     // q·v per slot, computed once: a unit's own and as its next unit's previous. Scored
-    // exhaustively, every slot is a candidate: all of them at once, two vectors per pass. Every
+    // exhaustively, every slot is a candidate: all of them in one call of the kernel. Every
     // unit has its vector here: the dense half is off while any waits for one (usableWeights).
     let dotOf: (slot: number) => number;
     if (count * SPARSE_SHARE < layout.units.length) {
-      // A few candidates among many units: their dots by position, two at a time, and those of
-      // previous units outside them by slot; never an array of every unit's.
+      // A few candidates among many units: their dots by position, and those of previous units
+      // outside them by slot; never an array of every unit's.
       const own = new Float64Array(count);
       store.queryDots(vector, candidates, layout, own);
-      const others = new Map<number, number>();
+      const outside = new Map<number, number>();
+      for (let i = 0; i < count; i++) {
+        const previous = layout.previous[candidates[i]];
+        if (previous >= 0 && position(previous) < 0) outside.set(previous, 0);
+      }
+      const outsideSlots = Int32Array.from(outside.keys());
+      const outsideDots = new Float64Array(outsideSlots.length);
+      store.queryDots(vector, outsideSlots, layout, outsideDots);
+      outsideSlots.forEach((slot, k) => outside.set(slot, outsideDots[k]));
       dotOf = (slot) => {
         const at = position(slot);
-        if (at >= 0) return own[at];
-        let value = others.get(slot);
-        if (value === undefined) others.set(slot, (value = store.queryDot(vector, slot, layout)));
-        return value;
+        return at >= 0 ? own[at] : outside.get(slot)!;
       };
     } else {
       const queryDot = new Float64Array(layout.units.length);
       if (count === layout.units.length) store.queryDots(vector, null, layout, queryDot);
-      else queryDot.fill(Number.NaN);
-      dotOf = (slot) => {
-        let value = queryDot[slot];
-        if (Number.isNaN(value)) queryDot[slot] = value = store.queryDot(vector, slot, layout);
-        return value;
-      };
+      else {
+        // The candidates' dots and their previous units', all in one call of the kernel (one by
+        // one they cost three times as much): NaN marks a slot not wanted yet.
+        queryDot.fill(Number.NaN);
+        const wanted = new Int32Array(2 * count);
+        let size = 0;
+        const want = (slot: number): void => {
+          if (!Number.isNaN(queryDot[slot])) return;
+          queryDot[slot] = 0;
+          wanted[size++] = slot;
+        };
+        for (let i = 0; i < count; i++) {
+          want(candidates[i]);
+          if (layout.previous[candidates[i]] >= 0) want(layout.previous[candidates[i]]);
+        }
+        const dots = new Float64Array(size);
+        store.queryDots(vector, wanted.subarray(0, size), layout, dots);
+        for (let k = 0; k < size; k++) queryDot[wanted[k]] = dots[k];
+      }
+      dotOf = (slot) => queryDot[slot];
     }
     for (let i = 0; i < count; i++) {
       const slot = candidates[i];

@@ -86,9 +86,4 @@ export class VectorStore {
     if (slots) for (let k = 0; k < count; k++) rows[k] = layout.row[slots[k]];
     this.slab.dotsInto(query, rows, out);
   }
-
-  /** q·v for one slot's unit (every unit has its vector when the dense half is on: `usableWeights`). */
-  queryDot(query: Float32Array, slot: number, layout: SlotLayout): number {
-    return this.slab ? this.slab.dot(query, layout.row[slot]) : dot(query, layout.units[slot].vector!);
-  }
 }
