@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { InferenceSession } from 'onnxruntime-node';
 import { createError } from '../errors.js';
 import type { Embedder } from './embedder.js';
+import { encodeInPasses } from './encode-passes.js';
 
 /**
  * The default embedder: Universal Sentence Encoder lite, converted to ONNX at install time by
@@ -178,34 +179,6 @@ export function assertEncodable(texts: readonly string[], embedder: string): voi
       throw new RangeError(`${embedder}.embed: text ${i} is empty or whitespace-only; callers must not send such texts`);
     }
   });
-}
-
-/**
- * Runs token-id rows through `run` in passes of at most `batchSize` rows and `batchTokens` padded
- * tokens, returning one vector per row in input order. Sorting all rows by length (not only within
- * a pass) puts similar lengths together, so little compute goes to padding.
- */
-export async function encodeInPasses(
-  ids: readonly number[][],
-  limits: { batchSize: number; batchTokens: number; closed: () => boolean },
-  run: (batch: number[][]) => Promise<Float32Array[]>,
-): Promise<Float32Array[]> {
-  const order = ids.map((_, i) => i).sort((a, b) => ids[a]!.length - ids[b]!.length);
-  const out = new Array<Float32Array>(ids.length);
-  for (let start = 0; start < order.length; ) {
-    if (start > 0) await new Promise<void>((resolve) => setImmediate(resolve)); // let the thread breathe
-    if (limits.closed()) throw createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed');
-    // Sorted ascending, so the newest row is the longest: rows × its length is the pass's cost.
-    let end = start + 1;
-    while (end < order.length && end - start < limits.batchSize && (end - start + 1) * Math.max(1, ids[order[end]!]!.length) <= limits.batchTokens) end++;
-    const batch = order.slice(start, end);
-    const vectors = await run(batch.map((i) => ids[i]!));
-    batch.forEach((textIndex, row) => {
-      out[textIndex] = vectors[row]!;
-    });
-    start = end;
-  }
-  return out;
 }
 
 /**

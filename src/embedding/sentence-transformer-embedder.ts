@@ -4,7 +4,8 @@ import path from 'node:path';
 import type { InferenceSession } from 'onnxruntime-node';
 import { createError } from '../errors.js';
 import type { EmbedOptions, Embedder } from './embedder.js';
-import { assertEncodable, encodeInPasses, LazyModel, normalise, onnxRuntime, openSession, paddedInputs, positiveInt } from './onnx-embedder.js';
+import { encodeInPasses } from './encode-passes.js';
+import { assertEncodable, LazyModel, normalise, onnxRuntime, openSession, paddedInputs, positiveInt } from './onnx-embedder.js';
 
 /**
  * An encoder the user brings: a sentence-transformers model exported to ONNX in the layout
