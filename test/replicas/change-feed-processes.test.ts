@@ -1,19 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../support/helper.js';
-import { freshDatabase } from '../support/postgres.js';
 import { startServerProcess, type ServerProcess } from '../support/server-process.js';
-
-/** Two server processes on one store: one data directory, or two replicas of one database. */
-const TWO_PROCESSES: Array<[string, () => Promise<[ServerProcess, ServerProcess]>]> = [
-  ['JSONL, two processes on one data directory', async () => {
-    const dataDir = await tempDir();
-    return Promise.all([startServerProcess({ dataDir }), startServerProcess({ dataDir })]);
-  }],
-  ['PostgreSQL, two replica processes', async () => {
-    const env = { MEMORYPOOL_DATABASE_URL: await freshDatabase() };
-    return Promise.all([startServerProcess({ dataDir: await tempDir(), env }), startServerProcess({ dataDir: await tempDir(), env })]);
-  }],
-];
+import { TWO_PROCESSES } from '../support/two-processes.js';
 
 interface Page {
   events: Array<{ seq: number; type: string; user_id: string; memory_id: string | null; memory: { text: string } | null }>;
