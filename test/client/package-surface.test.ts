@@ -50,8 +50,8 @@ describe('the package exports', () => {
       const { modules } = await loadedBy(specifier);
       expect(modules.some((module) => module.includes(framework)), specifier).toBe(true);
       const ours = modules.filter((module) => /^(packages\/client\/)?dist\//.test(module));
-      // The request schemas and the small pure modules they are built from (the `where` reader, scopes, instants).
-      expect(ours.filter((module) => !/^(packages\/client\/dist\/|dist\/src\/(integrations|protocol\/memorypool-schemas|protocol\/request-limits|protocol\/where-expression|protocol\/instant|domain\/where|domain\/scope))/.test(module)), specifier).toEqual([]);
+      // The request schemas and the small pure modules they are built from (the `where` reader, scopes, instants, a memory's parsed times).
+      expect(ours.filter((module) => !/^(packages\/client\/dist\/|dist\/src\/(integrations|protocol\/memorypool-schemas|protocol\/request-limits|protocol\/where-expression|protocol\/instant|domain\/where|domain\/scope|domain\/time-fields))/.test(module)), specifier).toEqual([]);
       for (const heavy of ['fastify', 'onnxruntime-node', 'pg/', 'hnswlib-node']) expect(modules.some((module) => module.includes(`node_modules/${heavy}`)), `${specifier} loads ${heavy}`).toBe(false);
     }
   });
