@@ -75,7 +75,12 @@ interface MemoryFieldOptions {
   meta?: string[];
   agent?: string;
   run?: string;
+  expires?: string;
+  ttl?: string;
 }
+
+const EXPIRES_FLAG = ['--expires <time>', 'invisible from then on, then deleted (ISO 8601 or Unix ms; on update, "never" clears it)'] as const;
+const TTL_FLAG = ['--ttl <seconds>', 'expire this many seconds from now (instead of --expires)'] as const;
 
 /** The add and update flags as the API's fields (validated there, like any other input). */
 function memoryFields(options: MemoryFieldOptions, typed: boolean): Record<string, unknown> {
@@ -85,6 +90,9 @@ function memoryFields(options: MemoryFieldOptions, typed: boolean): Record<strin
     metadata: options.meta === undefined ? undefined : metaPairs(options.meta, typed),
     agent_id: options.agent,
     run_id: options.run,
+    // "never" is the flag's null: an update clears the expiry (the API refuses it on an add).
+    expires_at: options.expires === 'never' ? null : numberOrText(options.expires),
+    ttl_seconds: numberOrText(options.ttl),
   };
 }
 
@@ -97,6 +105,8 @@ program
   .option(...META_FLAG, collectMeta)
   .option('--agent <agent_id>', 'the agent it belongs to')
   .option('--run <run_id>', 'the run it belongs to')
+  .option(...EXPIRES_FLAG)
+  .option(...TTL_FLAG)
   .option('--source <source>', 'where it came from (default "cli")')
   .option('--user <user_id>', 'owner (default "default")')
   .action(async (text: string, options: MemoryFieldOptions & { source?: string; user?: string }) => {
@@ -113,6 +123,8 @@ program
   .option(...META_FLAG, collectMeta)
   .option('--agent <agent_id>', 'move it to this agent')
   .option('--run <run_id>', 'move it to this run')
+  .option(...EXPIRES_FLAG)
+  .option(...TTL_FLAG)
   .option('--user <user_id>', 'owner (default "default")')
   .action(async (id: string, options: MemoryFieldOptions & { text?: string; user?: string }) => {
     await runAction({ action: 'update', id, text: options.text, ...memoryFields(options, true), user_id: options.user });

@@ -122,6 +122,23 @@ describe('memorypool CLI', () => {
     expect(page.json.next_cursor).toBeNull();
   });
 
+  it('sets, moves and clears an expiry with --expires and --ttl; an expired memory is listed no more; a bad time is refused', async () => {
+    const dataDir = await tempDir();
+    const before = Date.now();
+    const brief = await run(dataDir, ['--json', 'add', 'The door code is 4711', '--ttl', '3600']);
+    const expires = Date.parse(brief.json.expires_at);
+    expect(expires).toBeGreaterThanOrEqual(before + 3_600_000 - 1_000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 3_600_000 + 1_000);
+    const moved = await run(dataDir, ['--json', 'update', brief.json.id, '--expires', '2099-01-01T00:00:00Z']);
+    expect(moved.json.expires_at).toBe('2099-01-01T00:00:00.000Z');
+    const cleared = await run(dataDir, ['--json', 'update', brief.json.id, '--expires', 'never']);
+    expect(cleared.json).not.toHaveProperty('expires_at');
+    await run(dataDir, ['add', 'Gone already', '--expires', String(Date.now() - 1_000)]);
+    expect((await run(dataDir, ['--json', 'list'])).json.map((m: { text: string }) => m.text)).toEqual(['The door code is 4711']);
+    const bad = await run(dataDir, ['--json', 'add', 'when?', '--expires', 'next tuesday']);
+    expect([bad.code, bad.json.error]).toEqual([2, 'expires_at: expires_at must be an ISO 8601 date or Unix milliseconds']);
+  });
+
   it('reads several users with --user repeated, merged, each memory carrying its user', async () => {
     const dataDir = await tempDir();
     await run(dataDir, ['add', 'Book the venue']);
