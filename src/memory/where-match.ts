@@ -107,15 +107,19 @@ function timeComparison(field: WhereField, op: 'gt' | 'gte' | 'lt' | 'lte', boun
   if (typeof bound !== 'number' || !Number.isInteger(bound) || bound < 0 || bound > LATEST_CANONICAL_MS) return null;
   const boundText = new Date(bound).toISOString();
   const holds = comparison(op);
-  const textOf = field === 'updated_at' ? (record: MemoryFields) => record.updated_at ?? record.created_at : (record: MemoryFields) => record[field];
-  const parsedField = (record: MemoryFields): TimeField => (field === 'updated_at' && record.updated_at === undefined ? 'created_at' : field);
   return (record) => {
-    const text = textOf(record);
+    const stored = storedTimeField(record, field);
+    const text = record[stored];
     if (text === undefined) return false;
     if (isCanonicalIso(text)) return holds(text, boundText);
-    const ms = timeMsOf(record, parsedField(record));
+    const ms = timeMsOf(record, stored);
     return ms !== undefined && holds(ms, bound);
   };
+}
+
+/** The field a memory's time is read from: `updated_at` is `created_at` until the memory is updated. */
+function storedTimeField(record: MemoryFields, field: TimeField): TimeField {
+  return field === 'updated_at' && record.updated_at === undefined ? 'created_at' : field;
 }
 
 /** Whether the text has the shape `toISOString` gives a year 0000-9999: YYYY-MM-DDTHH:mm:ss.sssZ. */
@@ -171,7 +175,7 @@ function fieldReader(field: WhereField): (record: MemoryFields) => WhereScalar |
     case 'created_at':
       return (record) => timeMsOf(record, 'created_at');
     case 'updated_at':
-      return (record) => (record.updated_at === undefined ? timeMsOf(record, 'created_at') : timeMsOf(record, 'updated_at'));
+      return (record) => timeMsOf(record, storedTimeField(record, 'updated_at'));
     case 'occurred_at':
       return (record) => timeMsOf(record, 'occurred_at');
     case 'expires_at':
