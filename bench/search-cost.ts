@@ -77,7 +77,10 @@ async function main(): Promise<void> {
     targets.push({ name: 'this build', service: await MemoryService.open({ store: openStore({ dataDir }, silentLogger()), embedder, preload: false, indexFlushDelayMs: 0 }) });
     if (values.base !== undefined) {
       const module = (await import(pathToFileURL(path.resolve(values.base, 'src/memory/memory-service.js')).href)) as { MemoryService: { open(options: object): Promise<MemoryService> } };
-      targets.push({ name: `base (${values.base})`, service: await module.MemoryService.open({ dataDir, embedder, preload: false, indexFlushDelayMs: 0 }) });
+      // Builds since the store left MemoryService take it opened (open-service.js); older ones took dataDir.
+      const opener = (await import(pathToFileURL(path.resolve(values.base, 'src/open-service.js')).href).catch(() => ({}))) as { openStore?: typeof openStore };
+      const where = opener.openStore ? { store: opener.openStore({ dataDir }, silentLogger()) } : { dataDir };
+      targets.push({ name: `base (${values.base})`, service: await module.MemoryService.open({ ...where, embedder, preload: false, indexFlushDelayMs: 0 }) });
     }
 
     const answers = new Map<string, string[]>();

@@ -53,6 +53,13 @@ export interface RetrievalWeights {
    * an inference ("would X…", "likely") or a list ("what activities has X…") (`asksAboutPerson`).
    */
   aboutPersonBoost: number;
+  /**
+   * Weight (an idf multiplier) of the WordNet synonyms and derivations of the query's content words
+   * in BM25 (query-expansion.ts); 0 = no expansion.
+   */
+  expansionWeight: number;
+  /** The same for their direct hypernyms ("dog" → "canine"). */
+  hypernymWeight: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
   importanceWeight: number;
   /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
@@ -90,6 +97,8 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   questionTurnPenalty: 0.15,
   disclosureBoost: 0.1,
   aboutPersonBoost: 0.05,
+  expansionWeight: 0.1,
+  hypernymWeight: 0.1,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,

@@ -219,6 +219,25 @@ describe('Bm25Index top-k and per-key scoring (the path of users past the exhaus
       }),
     );
   });
+
+  it('weighs each query term by its weight: scaled by it, the same bits at weight 1, every path agreeing', () => {
+    const index = threeDocuments();
+    const plain = index.scoreKeys(['a', 'c'], [1, 2, 3]);
+    expect(index.scoreKeys(['a', 'c'], [1, 2, 3], [1, 1])).toEqual(plain);
+    const weighted = index.scoreKeys(['a', 'c'], [1, 2, 3], [1, 0.25]);
+    expect(weighted[0]).toBe(plain[0]);
+    expect(weighted[1]).toBeCloseTo(0.3901916922040069 + 0.25 * 1.1823695104798893, 12);
+    expect(weighted[2]).toBe(0);
+    const visited = new Map<number, number>();
+    index.forEachScore(['a', 'c'], (key, termScore) => visited.set(key, (visited.get(key) ?? 0) + termScore), [1, 0.25]);
+    expect(visited.get(2)).toBe(weighted[1]);
+    expect(index.topKeys(['a', 'c'], 2, undefined, [1, 0.25])).toEqual([
+      { key: 1, score: weighted[0] },
+      { key: 2, score: weighted[1] },
+    ].sort((x, y) => y.score - x.score));
+    // A repeated term keeps its first weight: an expansion never overrides a word the query said.
+    expect(index.scoreKeys(['c', 'c'], [2], [1, 0.1])[0]).toBe(index.scoreKeys(['c'], [2])[0]);
+  });
 });
 
 describe('TopK', () => {
