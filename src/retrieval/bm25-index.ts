@@ -37,6 +37,17 @@ function termIdf(documentCount: number, documentFrequency: number, weight: numbe
   return weight === undefined ? idf : idf * weight;
 }
 
+/**
+ * A term weighted below 1 (an expansion, not a word the query said) held by more than this share
+ * of the documents is left out: weighted down and common, it adds next to nothing to any score,
+ * yet walking its long posting list would cost as much as the rest of the query.
+ */
+export const EXPANSION_MAX_SHARE = 0.1;
+
+function skipsTerm(documentCount: number, documentFrequency: number, weight: number | undefined): boolean {
+  return weight !== undefined && weight < 1 && documentFrequency > EXPANSION_MAX_SHARE * documentCount;
+}
+
 export class Bm25Index {
   readonly k1: number;
   readonly b: number;
@@ -173,6 +184,7 @@ export class Bm25Index {
       seen.add(termId);
       const postingList = this.postings[termId]!;
       const documentFrequency = postingList.length / 2;
+      if (skipsTerm(documentCount, documentFrequency, termWeights?.[q])) continue;
       const idf = termIdf(documentCount, documentFrequency, termWeights?.[q]);
       for (let i = 0; i < postingList.length; i += 2) {
         const slot = postingList[i]!;
@@ -299,6 +311,7 @@ export class Bm25Index {
       const termId = this.termIdByTerm.get(queryTerms[q]!);
       if (termId === undefined || termIds.includes(termId)) continue;
       const documentFrequency = this.postings[termId]!.length / 2;
+      if (skipsTerm(documentCount, documentFrequency, termWeights?.[q])) continue;
       termIds.push(termId);
       idfs.push(termIdf(documentCount, documentFrequency, termWeights?.[q]));
     }

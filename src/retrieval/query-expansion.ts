@@ -63,22 +63,32 @@ function addTargets(into: Set<string>, synset: Synset, target: number): void {
 }
 
 interface RelatedTerms {
-  close: string[];
-  hypernyms: string[];
+  close: readonly string[];
+  hypernyms: readonly string[];
 }
 
+const NOTHING: RelatedTerms = Object.freeze({ close: [], hypernyms: [] });
 const termsByReader = new WeakMap<WordNetReader, Map<string, RelatedTerms>>();
 
-/** A word's related words as index terms, kept per reader. */
-function relatedTerms(reader: WordNetReader, word: string): RelatedTerms {
+/**
+ * A query token's related words as index terms, kept per reader and token (a query's words repeat
+ * across questions): NOTHING for a token left alone (short, a stop word, a name after the first word).
+ */
+function relatedTerms(reader: WordNetReader, token: string, first: boolean): RelatedTerms {
   let cache = termsByReader.get(reader);
   if (!cache) termsByReader.set(reader, (cache = new Map()));
-  const known = cache.get(word);
+  const key = first ? token.toLowerCase() : token;
+  const known = cache.get(key);
   if (known) return known;
-  const related = relatedWords(reader, word);
-  const terms = { close: related.close.flatMap((w) => analyze(w)), hypernyms: related.hypernyms.flatMap((w) => analyze(w)) };
+  let terms = NOTHING;
+  const word = token.toLowerCase();
+  const name = !first && token !== word && token[0] !== word[0];
+  if (!name && word.length >= MIN_WORD_LENGTH && analyze(word).length > 0) {
+    const related = relatedWords(reader, word);
+    terms = { close: related.close.flatMap((w) => analyze(w)), hypernyms: related.hypernyms.flatMap((w) => analyze(w)) };
+  }
   if (cache.size >= CACHED_WORDS) cache.clear();
-  cache.set(word, terms);
+  cache.set(key, terms);
   return terms;
 }
 
@@ -86,29 +96,34 @@ function relatedTerms(reader: WordNetReader, word: string): RelatedTerms {
  * The query's terms followed by its expansion terms, with their weights; the query text unchanged
  * (no weights at all) when both weights are 0 or no word expands. Capitalised words after the
  * first are left alone: they are names, and WordNet's senses of "Rose" or "Max" are not the person's.
+ * Expansion terms most units hold are left out by the index itself (`EXPANSION_MAX_SHARE`).
  */
 export function expandQuery(text: string, own: QueryText, reader: WordNetReader, weights: ExpansionWeights): QueryText {
   if (weights.expansionWeight <= 0 && weights.hypernymWeight <= 0) return own;
-  const seen = new Set(own.terms);
-  const terms = [...own.terms];
-  const termWeights: number[] = own.terms.map(() => 1);
+  const tokens = text.match(WORD);
+  if (tokens === null) return own;
+  let terms: string[] | undefined;
+  let termWeights: number[] | undefined;
+  let seen: Set<string> | undefined;
   const add = (related: readonly string[], weight: number) => {
     if (weight <= 0) return;
     for (const term of related) {
+      if (!seen) {
+        seen = new Set(own.terms);
+        terms = [...own.terms];
+        termWeights = own.terms.map(() => 1);
+      }
       if (seen.has(term)) continue;
       seen.add(term);
-      terms.push(term);
-      termWeights.push(weight);
+      terms!.push(term);
+      termWeights!.push(weight);
     }
   };
-  const tokens = text.match(WORD) ?? [];
-  tokens.forEach((token, i) => {
-    if (i > 0 && token[0] !== token[0]!.toLowerCase()) return;
-    const word = token.toLowerCase();
-    if (word.length < MIN_WORD_LENGTH || analyze(word).length === 0) return;
-    const related = relatedTerms(reader, word);
+  for (let i = 0; i < tokens.length; i++) {
+    const related = relatedTerms(reader, tokens[i]!, i === 0);
+    if (related === NOTHING) continue;
     add(related.close, weights.expansionWeight);
     add(related.hypernyms, weights.hypernymWeight);
-  });
-  return terms.length === own.terms.length ? own : { terms, termWeights };
+  }
+  return terms === undefined || terms.length === own.terms.length ? own : { terms, termWeights };
 }
