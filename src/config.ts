@@ -53,6 +53,12 @@ const configSchema = z.object({
   denseWeight: z.coerce.number().min(0).max(1).optional(),
   /** Users with at most this many memories are scored exhaustively and keep no HNSW graph; larger ones take graph candidates. Default 20000 (retrieval-config.ts). */
   exhaustiveLimit: z.coerce.number().int().min(0).optional(),
+  /** A cross-encoder exported to ONNX (config.json, tokenizer.json, onnx/model.onnx): each Search's best hits are re-scored by it. Unset: no reranker. */
+  rerankerDir: z.string().min(1).optional(),
+  /** How many of the fused ranking's best hits the reranker re-scores. */
+  rerankTop: z.coerce.number().int().min(1).max(1000).default(50),
+  /** The reranker's share of the final score: (1 − w) · fused (min-max over those hits) + w · sigmoid(logit). */
+  rerankWeight: z.coerce.number().min(0).max(1).default(0.5),
   /** Which build of the local model the onnx embedder runs: int8 (dynamic quantization) or the float original. */
   modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
   /** onnxruntime intra-op threads of the local encoder. */
@@ -149,6 +155,9 @@ const ENV_NAMES: Record<keyof z.infer<typeof configSchema>, string> = {
   documentPrefix: 'MEMORYPOOL_DOCUMENT_PREFIX',
   denseWeight: 'MEMORYPOOL_DENSE_WEIGHT',
   exhaustiveLimit: 'MEMORYPOOL_EXHAUSTIVE_LIMIT',
+  rerankerDir: 'MEMORYPOOL_RERANKER_DIR',
+  rerankTop: 'MEMORYPOOL_RERANK_TOP',
+  rerankWeight: 'MEMORYPOOL_RERANK_WEIGHT',
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   encoderWorkers: 'MEMORYPOOL_ENCODER_WORKERS',
   processes: 'MEMORYPOOL_PROCESSES',
