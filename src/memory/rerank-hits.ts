@@ -1,5 +1,5 @@
 import type { Reranker } from '../embedding/reranker.js';
-import { blendReranked } from '../retrieval/rerank-blend.js';
+import { blendReranked, type Reranked } from '../retrieval/rerank-blend.js';
 import { startSpan } from '../telemetry/tracing.js';
 import type { SearchHit, SearchRequest } from './types.js';
 
@@ -36,12 +36,28 @@ export async function rerankHits(settings: RerankSettings, query: string, hits: 
   const span = startSpan('memorypool.rerank', { 'memorypool.rerank.pairs': head.length });
   try {
     const logits = await settings.reranker.score(query, head.map((hit) => hit.content));
-    const { order, scores } = blendReranked(hits.map((hit) => hit.score), logits, settings.weight);
-    return order.slice(0, limit).map((i, rank) => ({ ...hits[i]!, score: Math.round(scores[rank]! * 1e6) / 1e6 }));
+    const blended = blendReranked(hits.map((hit) => hit.score), logits, settings.weight);
+    return blended.order.slice(0, limit).map((i, rank) => rescored(hits[i]!, blended, rank));
   } catch (error) {
     span.fail(error);
     throw error;
   } finally {
     span.end();
   }
+}
+
+/**
+ * The hit at `rank` of the blend with its final score; an explained hit's terms go on past the
+ * fusion's: `rerank_fused_share` turns the fused score into its share of the blend, `reranker`
+ * adds the reranker's, so replaying them still gives `explanation.score`.
+ */
+function rescored(hit: SearchHit, blended: Reranked, rank: number): SearchHit {
+  const score = blended.scores[rank]!;
+  const out: SearchHit = { ...hit, score: Math.round(score * 1e6) / 1e6 };
+  if (hit.explanation) {
+    const terms = [...hit.explanation.terms, { term: 'rerank_fused_share' as const, kind: 'add' as const, value: blended.fusedShares[rank]! - hit.explanation.score }];
+    if (blended.rerankerShares[rank]! !== 0) terms.push({ term: 'reranker' as const, kind: 'add' as const, value: blended.rerankerShares[rank]! });
+    out.explanation = { score, terms };
+  }
+  return out;
 }

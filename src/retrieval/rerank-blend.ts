@@ -20,8 +20,12 @@ export function sigmoid(x: number): number {
 export interface Reranked {
   /** Indices into the hits, best first: all of them, the re-scored ones first. */
   order: number[];
-  /** Each position's final score, in `order`'s order. */
+  /** Each position's final score, in `order`'s order: its fused share plus its reranker share. */
   scores: number[];
+  /** Each position's (1 − w) · norm(fused), in `order`'s order. */
+  fusedShares: number[];
+  /** Each position's w · sigmoid(logit) (0 past the re-scored hits), in `order`'s order. */
+  rerankerShares: number[];
 }
 
 /** `fused`: the hits' fused scores, best first; `logits`: the cross-encoder's for the first `logits.length` of them. */
@@ -32,12 +36,17 @@ export function blendReranked(fused: readonly number[], logits: ArrayLike<number
   const norm = minMaxNormalize(head);
   const min = Math.min(...head);
   const spread = Math.max(...head) - min;
-  const final = head.map((_, i) => (1 - weight) * norm[i]! + weight * sigmoid(logits[i]!));
+  const fusedShare = head.map((_, i) => (1 - weight) * norm[i]!);
+  const rerankerShare = head.map((_, i) => weight * sigmoid(logits[i]!));
+  const final = head.map((_, i) => fusedShare[i]! + rerankerShare[i]!);
   const order = head.map((_, i) => i).sort((a, b) => final[b]! - final[a]! || a - b);
-  const scores = order.map((i) => final[i]!);
+  const out: Reranked = { order, scores: order.map((i) => final[i]!), fusedShares: order.map((i) => fusedShare[i]!), rerankerShares: order.map((i) => rerankerShare[i]!) };
   for (let i = top; i < fused.length; i++) {
-    order.push(i);
-    scores.push((1 - weight) * (spread > 0 ? (fused[i]! - min) / spread : fused[i]! - min));
+    const share = (1 - weight) * (spread > 0 ? (fused[i]! - min) / spread : fused[i]! - min);
+    out.order.push(i);
+    out.scores.push(share);
+    out.fusedShares.push(share);
+    out.rerankerShares.push(0);
   }
-  return { order, scores };
+  return out;
 }
