@@ -13,6 +13,7 @@ import { exportRecords, exportUnits, importRecords, type ExportedUnit, type Port
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
 import type { SearchOverrides } from './query-plan.js';
+import type { RerankSettings } from './rerank-hits.js';
 import { getMemory, listMemories, memoryHistory, searchMemories, searchUsers } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
@@ -50,6 +51,8 @@ export interface MemoryServiceOptions {
   /** Load every user at open (the server); the CLI loads only the users it touches. */
   preload?: boolean;
   weights?: Partial<RetrievalWeights>;
+  /** A reranker for the best hits of each Search (MEMORYPOOL_RERANKER_DIR; rerank-hits.ts). The service does not close it. */
+  rerank?: RerankSettings;
   /** Flush index caches this long after the last write (ms); 0 flushes only on close. */
   indexFlushDelayMs?: number;
   /** Estimated bytes the cached users may take; unset keeps every loaded user. */
@@ -123,6 +126,7 @@ export class MemoryService {
       cache: this.cache,
       embedder: this.embedder,
       weights: this.weights,
+      rerank: options.rerank,
       existingUser: (userId) => this.existingUser(userId),
       underLock: (userId, task, options) => this.underLock(userId, task, options),
       embed: (texts, priority, key) => this.embed(texts, priority, key),
