@@ -3,7 +3,7 @@ import { createError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MemoryVersion } from '../domain/memory.js';
 import { batchEvents, planBatch } from './batch-plan.js';
-import type { AppendResult, BatchResult, BatchWrite, ChangeRead, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
+import type { AppendResult, BatchResult, BatchWrite, ChangeRead, MemoryStore, PoolFigure, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot } from './memory-store.js';
 import { lastChangeSeq, pruneChanges, readChanges, recordChanges } from './postgres-changes.js';
 import { databaseError, isConnectionError, redactedUrl } from './postgres-errors.js';
 import { MIGRATIONS } from './postgres-migrations.js';
@@ -18,6 +18,8 @@ const MIGRATION_LOCK_KEY = 0x6d656d70; // "memp"
 const CONNECT_TIMEOUT_MS = 3_000;
 /** A statement that takes longer than this is abandoned (the request answers 503). */
 const STATEMENT_TIMEOUT_MS = 15_000;
+/** Users whose figures one statement of `poolFigures` reads. */
+const FIGURES_BATCH = 1_000;
 
 export interface PostgresStoreOptions {
   url: string;
@@ -51,6 +53,8 @@ export class PostgresStore implements MemoryStore {
   readonly webhooks: PostgresWebhookState;
   private readonly pool: pg.Pool;
   private readonly logger: Logger;
+  /** Each user's figures as of its version (`poolFigures`), by key. */
+  private readonly figures = new Map<string, { userId: string; version: string; count: number; sessions: number; bytes: number; expiring: boolean }>();
 
   constructor(options: PostgresStoreOptions) {
     this.location = redactedUrl(options.url);
@@ -128,6 +132,44 @@ export class PostgresStore implements MemoryStore {
       [encodeKey(userId), nowMs ?? null],
     );
     return { count: Number(rows[0].count), sessions: Number(rows[0].sessions) };
+  }
+
+  /**
+   * One query for every user's version, then the figures of only those whose version moved since
+   * the last call (or that hold an expiring memory, whose counts depend on the instant), a batch
+   * of users a statement: /mem/stats does not send a statement per user.
+   */
+  async poolFigures(nowMs: number): Promise<PoolFigure[]> {
+    const { rows } = await this.query<{ key: string; user_id: string; version: string }>('SELECT user_id AS key, coalesce(long_user_id, user_id) AS user_id, version FROM users WHERE memory_count > 0');
+    const present = new Set(rows.map((row) => row.key));
+    for (const key of this.figures.keys()) if (!present.has(key)) this.figures.delete(key);
+    const stale = rows.filter((row) => {
+      const known = this.figures.get(row.key);
+      return !known || known.version !== row.version || known.expiring;
+    });
+    for (let start = 0; start < stale.length; start += FIGURES_BATCH) {
+      const batch = stale.slice(start, start + FIGURES_BATCH);
+      const measured = await this.query<{ key: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
+        `SELECT user_id AS key,
+                count(*) FILTER (WHERE NOT expired) AS count,
+                count(DISTINCT nullif(record->>'session_id', '')) FILTER (WHERE NOT expired) AS sessions,
+                sum(pg_column_size(m.*)) AS bytes,
+                bool_or(record->>'expires_at' IS NOT NULL) AS expiring
+           FROM (SELECT m.*, coalesce((record->>'expires_at')::timestamptz <= to_timestamp($2::float8 / 1000), false) AS expired FROM memories m WHERE user_id = ANY($1)) m
+          GROUP BY user_id`,
+        [batch.map((row) => row.key), nowMs],
+      );
+      const byKey = new Map(measured.rows.map((row) => [row.key, row]));
+      for (const row of batch) {
+        const figures = byKey.get(row.key);
+        this.figures.set(row.key, { userId: row.user_id, version: row.version, count: Number(figures?.count ?? 0), sessions: Number(figures?.sessions ?? 0), bytes: Number(figures?.bytes ?? 0), expiring: figures?.expiring ?? false });
+      }
+    }
+    return rows
+      .map((row) => this.figures.get(row.key)!)
+      .filter((figures) => figures.count > 0)
+      .map(({ userId, count, sessions, bytes }) => ({ userId, count, sessions, bytes }))
+      .sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
   }
 
   async storedBytes(userId: string): Promise<number> {
