@@ -26,7 +26,7 @@ import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
 import type { MemoryStore } from '../src/store/memory-store.js';
 import { PostgresStore } from '../src/store/postgres-store.js';
 import { cpuText } from './cpu-figures.js';
-import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type LoadResult } from './http-load.js';
+import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type Answer, type LoadResult } from './http-load.js';
 import { plannedUsers, writeManyUsers } from './many-users-store.js';
 import { ServerProcess, startCpuWatch, waitForFirstAnswer } from './server-process.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './throwaway-postgres.js';
@@ -59,10 +59,12 @@ export interface ManyUsersPlan {
 }
 
 export const MANY_USERS_PLANS: Record<'quick' | 'full', ManyUsersPlan> = {
-  quick: { users: 10_000, seed: 29, coldUsers: 60, concurrentSeconds: 5, adds: 96, deletes: 20, healthCalls: 20, statsCalls: 3, cacheMb: 128, startTimeoutMs: 300_000 },
+  quick: { users: 10_000, seed: 29, coldUsers: 60, concurrentSeconds: 6, adds: 96, deletes: 20, healthCalls: 20, statsCalls: 3, cacheMb: 128, startTimeoutMs: 300_000 },
   full: { users: 100_000, seed: 29, coldUsers: 200, concurrentSeconds: 10, adds: 192, deletes: 50, healthCalls: 50, statsCalls: 5, cacheMb: 128, startTimeoutMs: 900_000 },
 };
 const ADD_MESSAGES = 4;
+/** Windows of each of two loads compared, taken in turn. */
+const ROUNDS = 3;
 /** A /health or /mem/stats not answered by then counts as this long, and an error. */
 const GET_TIMEOUT_MS = 120_000;
 
@@ -240,14 +242,14 @@ async function measureStore(run: StoreRun) {
     const warmStats = latencyStats(warm);
     progress(`${label}: a cold user's first Search p50 ${coldStats.p50} ms, p99 ${coldStats.p99} ms; the warm one after it p50 ${warmStats.p50} ms (${coldUsers.length} users)`);
 
-    // 32 clients on one warm user, then on random users (RSS sampled meanwhile).
-    const oneUser = await concurrentSearch(server, client, () => search(warmUser), plan.concurrentSeconds);
-    progress(`${label}: one warm user, ${CLIENTS} clients: ${oneUser.load.per_s} req/s, p50 ${oneUser.load.latency_ms.p50} ms, p99 ${oneUser.load.latency_ms.p99} ms (${cpuText(oneUser.cpu)})`);
-    const randomUsers = await concurrentSearch(server, client, () => search(pick()), plan.concurrentSeconds);
+    // 32 clients on one warm user and on random users, in windows taken in turn (the machine is
+    // shared: a ratio of two phases run one after the other would be the neighbours' drift).
+    const [oneUser, randomUsers] = await alternated(server, client, '/search', checkSearch, [() => search(warmUser), () => search(pick())], { ms: (plan.concurrentSeconds * 1000) / ROUNDS });
     const cache = (await getJson<{ cache?: { users: number; estimated_bytes: number; budget_bytes: number | null } }>(client, '/mem/stats'))?.cache ?? null;
-    progress(`${label}: random users, ${CLIENTS} clients: ${randomUsers.load.per_s} req/s, p50 ${randomUsers.load.latency_ms.p50} ms, p99 ${randomUsers.load.latency_ms.p99} ms, max RSS ${randomUsers.max_rss_mb} MiB, ${cache?.users ?? '?'} users cached (${cpuText(randomUsers.cpu)})`);
+    progress(`${label}: ${CLIENTS} clients, one warm user: ${oneUser.load.per_s} req/s, p50 ${oneUser.load.latency_ms.p50} ms, p99 ${oneUser.load.latency_ms.p99} ms (${cpuText(oneUser.cpu)})`);
+    progress(`${label}: ${CLIENTS} clients, random users: ${randomUsers.load.per_s} req/s, p50 ${randomUsers.load.latency_ms.p50} ms, p99 ${randomUsers.load.latency_ms.p99} ms, max RSS ${randomUsers.max_rss_mb} MiB, ${cache?.users ?? '?'} users cached (${cpuText(randomUsers.cpu)})`);
 
-    // Adds: to one user, then to random users.
+    // Adds: to one user and to random users, in turns as well.
     const addBody = (userId: string, n: number) => ({
       request_id: `mu-add-${RUN}-${kind}-${n}`,
       user_id: userId,
@@ -255,8 +257,7 @@ async function measureStore(run: StoreRun) {
       messages: Array.from({ length: ADD_MESSAGES }, (_, m) => ({ role: m % 2 ? 'assistant' : 'user', content: questions(), timestamp: Date.UTC(2030, 0, 1) + n * 1000 + m })),
     });
     let n = 0;
-    const addsOne = await addPhase(server, client, () => addBody(warmUser, n++), plan.adds);
-    const addsRandom = await addPhase(server, client, () => addBody(pick(), n++), plan.adds);
+    const [addsOne, addsRandom] = await alternated(server, client, '/add', checkAdd, [() => addBody(warmUser, n++), () => addBody(pick(), n++)], { count: Math.ceil(plan.adds / ROUNDS) });
     progress(`${label}: Adds of ${ADD_MESSAGES} messages at ${CLIENTS} clients: one user ${addsOne.load.per_s} Adds/s (p50 ${addsOne.load.latency_ms.p50} ms), random users ${addsRandom.load.per_s} Adds/s (p50 ${addsRandom.load.latency_ms.p50} ms)`);
 
     // Deleting a user (the run's own users, never loaded before).
@@ -304,30 +305,73 @@ async function measureStore(run: StoreRun) {
   }
 }
 
-function summarizeLoad(phase: { load: LoadResult; cpu: ReturnType<ReturnType<typeof startCpuWatch>> }) {
+function summarizeLoad(phase: Phase) {
   const { load } = phase;
   return { requests: load.requests, errors: load.errors, error_samples: load.error_samples, per_s: load.per_s, p50_ms: load.latency_ms.p50, p99_ms: load.latency_ms.p99, cpu: phase.cpu };
 }
 
-async function concurrentSearch(server: ServerProcess, client: LoopbackClient, body: () => object, seconds: number) {
-  await runLoad({ client, path: '/search', concurrency: CLIENTS, nextBody: counted(CLIENTS, body), check: checkSearch, timeoutMs: 60_000 });
-  let max = server.memory().rss_bytes;
-  const sampler = setInterval(() => {
-    if (server.running) max = Math.max(max, server.memory().rss_bytes);
-  }, 200);
-  const watch = startCpuWatch(server);
-  try {
-    const load = await runLoad({ client, path: '/search', concurrency: CLIENTS, nextBody: body, check: checkSearch, durationMs: seconds * 1000, timeoutMs: 60_000 });
-    return { load, cpu: watch(), max_rss_mb: round(Math.max(max, server.memory().rss_bytes) / MB, 1) };
-  } finally {
-    clearInterval(sampler);
-  }
-}
+type CpuFigures = ReturnType<ReturnType<typeof startCpuWatch>>;
+type Phase = { load: LoadResult; cpu: CpuFigures; max_rss_mb: number };
 
-async function addPhase(server: ServerProcess, client: LoopbackClient, body: () => object, adds: number) {
-  const watch = startCpuWatch(server);
-  const load = await runLoad({ client, path: '/add', concurrency: CLIENTS, nextBody: counted(adds, body), check: checkAdd, timeoutMs: 120_000 });
-  return { load, cpu: watch() };
+/**
+ * Two loads at CLIENTS clients in ROUNDS windows each, taken in turn (a, b, a, b, ...), each
+ * window `ms` long or of `count` requests: the figures of each load over all its windows
+ * (latencies of every answer, req/s over the windows' time, CPU averaged over them, the highest
+ * RSS sampled). Each window opens with one uncounted request per client.
+ */
+async function alternated(server: ServerProcess, client: LoopbackClient, route: string, check: (answer: Answer) => string | null, bodies: [() => object, () => object], window: { ms: number } | { count: number }): Promise<[Phase, Phase]> {
+  const phases = bodies.map(() => ({ latencies: [] as number[], requests: 0, errors: 0, samples: [] as string[], kinds: {} as Record<string, number>, elapsed: 0, cpu: [] as CpuFigures[], maxRss: 0 }));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, body] of bodies.entries()) {
+      const phase = phases[i];
+      if (route === '/search') await runLoad({ client, path: route, concurrency: CLIENTS, nextBody: counted(CLIENTS, body), check, timeoutMs: 60_000 });
+      const sampler = setInterval(() => {
+        if (server.running) phase.maxRss = Math.max(phase.maxRss, server.memory().rss_bytes);
+      }, 200);
+      const watch = startCpuWatch(server);
+      try {
+        const load = await runLoad({
+          client,
+          path: route,
+          concurrency: CLIENTS,
+          nextBody: 'ms' in window ? body : counted(window.count, body),
+          check: (answer) => {
+            const problem = check(answer);
+            if (problem === null) phase.latencies.push(answer.ms);
+            return problem;
+          },
+          durationMs: 'ms' in window ? window.ms : undefined,
+          timeoutMs: 120_000,
+        });
+        phase.cpu.push(watch());
+        phase.requests += load.requests;
+        phase.errors += load.errors;
+        phase.elapsed += load.elapsed_s;
+        phase.samples.push(...load.error_samples);
+        for (const [kind, count] of Object.entries(load.error_kinds)) phase.kinds[kind] = (phase.kinds[kind] ?? 0) + count;
+        phase.maxRss = Math.max(phase.maxRss, server.memory().rss_bytes);
+      } finally {
+        clearInterval(sampler);
+      }
+    }
+  }
+  const mean = (values: number[]) => round(values.reduce((sum, value) => sum + value, 0) / Math.max(values.length, 1), 2);
+  const result = phases.map((phase): Phase => ({
+    load: {
+      concurrency: CLIENTS,
+      requests: phase.requests,
+      ok: phase.latencies.length,
+      errors: phase.errors,
+      error_kinds: phase.kinds,
+      error_samples: phase.samples.slice(0, 5),
+      elapsed_s: round(phase.elapsed, 2),
+      per_s: round(phase.latencies.length / Math.max(phase.elapsed, 1e-9), 1),
+      latency_ms: latencyStats(phase.latencies),
+    },
+    cpu: { server_cores: mean(phase.cpu.map((c) => c.server_cores)), bench_cores: mean(phase.cpu.map((c) => c.bench_cores)), other_cores: mean(phase.cpu.map((c) => c.other_cores)), load_avg_1m: mean(phase.cpu.map((c) => c.load_avg_1m)) },
+    max_rss_mb: round(phase.maxRss / MB, 1),
+  }));
+  return [result[0], result[1]];
 }
 
 async function sequential(client: LoopbackClient, bodies: readonly object[], check: typeof checkSearch): Promise<void> {
@@ -439,6 +483,7 @@ function summarize(plan: ManyUsersPlan, stores: StoreResult[]) {
       row('delete_user', `${k}: deleting a user p50 <= 50 ms`, s.delete_user_ms.p50, 'ms', 50, `max ${s.delete_user_ms.max} ms`),
       row('disk', `${k}: disk <= 4 KB per memory`, s.disk.bytes_per_memory, 'bytes', 4096, `${s.memories} memories`),
       row('start', `${k}: start -> first answer with ${s.users} users <= 2 x an empty start`, s.start_ms / s.empty_start_ms, 'ratio', 2, `${s.start_ms} ms against ${s.empty_start_ms} ms`),
+      { id: `many_users_zero_errors_${k}`, target: `${k}: no error in any phase`, value: s.errors, unit: 'errors', result: s.errors === 0 ? 'pass' : 'miss', note: 'Searches, Adds, deletions, /health and /mem/stats' },
     ];
   });
   const header = 'store | users (memories) | start / empty ms | cold first Search p50/p99 ms | warm p50 ms | 32 clients req/s: random / one user | RSS max MiB (budget) | cached users | Adds/s random / one | /health p50 ms | /mem/stats p50 ms | delete p50 ms | bytes (files) a memory';
