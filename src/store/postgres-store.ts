@@ -53,6 +53,8 @@ export class PostgresStore implements MemoryStore {
   readonly webhooks: PostgresWebhookState;
   private readonly pool: pg.Pool;
   private readonly logger: Logger;
+  /** The pool's totals as of the change feed's counter (`poolCounts`). */
+  private counts: { seq: number; memories: number; users: number } | null = null;
   /** Each user's figures as of its version (`poolFigures`), by key. */
   private readonly figures = new Map<string, { userId: string; version: string; count: number; sessions: number; bytes: number; expiring: boolean }>();
 
@@ -115,13 +117,27 @@ export class PostgresStore implements MemoryStore {
   }
 
   async countMemories(): Promise<number> {
-    const { rows } = await this.query<{ total: string }>('SELECT coalesce(sum(memory_count), 0) AS total FROM users');
-    return Number(rows[0].total);
+    return (await this.poolCounts()).memories;
   }
 
   async countUsers(): Promise<number> {
-    const { rows } = await this.query<{ users: string }>('SELECT count(*) AS users FROM users WHERE memory_count > 0');
-    return Number(rows[0].users);
+    return (await this.poolCounts()).users;
+  }
+
+  /**
+   * The pool's totals, summed over `users` only when the change feed's counter moved since the
+   * last sum (every write but a re-embedding moves it, in its own transaction): a /health
+   * polling an idle pool of 100,000 users reads one row, not 100,000.
+   */
+  private async poolCounts(): Promise<{ seq: number; memories: number; users: number }> {
+    const seq = await lastChangeSeq((text, values) => this.query(text, values));
+    if (this.counts?.seq === seq) return this.counts;
+    // One statement: the counter and the sums are of one snapshot.
+    const { rows } = await this.query<{ seq: string; memories: string; users: string }>(
+      'SELECT (SELECT last_seq FROM change_counter WHERE id = 1) AS seq, coalesce(sum(memory_count), 0) AS memories, count(*) FILTER (WHERE memory_count > 0) AS users FROM users',
+    );
+    this.counts = { seq: Number(rows[0].seq), memories: Number(rows[0].memories), users: Number(rows[0].users) };
+    return this.counts;
   }
 
   async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
