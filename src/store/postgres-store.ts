@@ -18,6 +18,13 @@ const MIGRATION_LOCK_KEY = 0x6d656d70; // "memp"
 const CONNECT_TIMEOUT_MS = 3_000;
 /** A statement that takes longer than this is abandoned (the request answers 503). */
 const STATEMENT_TIMEOUT_MS = 15_000;
+/**
+ * A memory row's bytes, column by column: `pg_column_size(m.*)` would build the whole row, reading
+ * each vector back from TOAST (2 KB of random floats is stored out of line): 9-10 s for the figures
+ * of 10,000 users (300,000 memories) against 4.5-5.6 s column by column, most of which is then
+ * parsing each record's JSON for its session. The fixed part: the tuple header, seq and created_at.
+ */
+const ROW_BYTES = 'pg_column_size(m.user_id) + pg_column_size(m.id) + pg_column_size(m.record) + pg_column_size(m.vector) + pg_column_size(m.model) + 40';
 /** Users whose figures one statement of `poolFigures` reads. */
 const FIGURES_BATCH = 1_000;
 
@@ -163,17 +170,20 @@ export class PostgresStore implements MemoryStore {
       const known = this.figures.get(row.key);
       return !known || known.version !== row.version || known.expiring;
     });
-    for (let start = 0; start < stale.length; start += FIGURES_BATCH) {
-      const batch = stale.slice(start, start + FIGURES_BATCH);
+    // Most users unknown (a replica's first call): one pass over the table beats a lookup per batch.
+    const whole = stale.length > FIGURES_BATCH && stale.length * 2 > rows.length;
+    for (let start = 0; start < stale.length; start += whole ? stale.length : FIGURES_BATCH) {
+      const batch = whole ? stale : stale.slice(start, start + FIGURES_BATCH);
       const measured = await this.query<{ key: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
         `SELECT user_id AS key,
                 count(*) FILTER (WHERE NOT expired) AS count,
                 count(DISTINCT nullif(record->>'session_id', '')) FILTER (WHERE NOT expired) AS sessions,
-                sum(pg_column_size(m.*)) AS bytes,
+                sum(bytes) AS bytes,
                 bool_or(record->>'expires_at' IS NOT NULL) AS expiring
-           FROM (SELECT m.*, coalesce((record->>'expires_at')::timestamptz <= to_timestamp($2::float8 / 1000), false) AS expired FROM memories m WHERE user_id = ANY($1)) m
+           FROM (SELECT user_id, record, ${ROW_BYTES} AS bytes, coalesce((record->>'expires_at')::timestamptz <= to_timestamp($2::float8 / 1000), false) AS expired
+                   FROM memories m WHERE $1::text[] IS NULL OR user_id = ANY($1)) m
           GROUP BY user_id`,
-        [batch.map((row) => row.key), nowMs],
+        [whole ? null : batch.map((row) => row.key), nowMs],
       );
       const byKey = new Map(measured.rows.map((row) => [row.key, row]));
       for (const row of batch) {
@@ -189,7 +199,7 @@ export class PostgresStore implements MemoryStore {
   }
 
   async storedBytes(userId: string): Promise<number> {
-    const { rows } = await this.query<{ bytes: string }>('SELECT coalesce(sum(pg_column_size(m.*)), 0) AS bytes FROM memories m WHERE user_id = $1', [encodeKey(userId)]);
+    const { rows } = await this.query<{ bytes: string }>(`SELECT coalesce(sum(${ROW_BYTES}), 0) AS bytes FROM memories m WHERE user_id = $1`, [encodeKey(userId)]);
     return Number(rows[0].bytes);
   }
 
