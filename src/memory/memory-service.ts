@@ -21,7 +21,7 @@ import { deleteMatching } from './delete-matching.js';
 import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, listUsersPage, type ListPage } from './list-pages.js';
-import { sweepExpired } from './expiry-sweep.js';
+import { sweepExpired, type SweepCursor } from './expiry-sweep.js';
 import { MEMORY_TEXT, QUERY_TEXT, tracingEnabled, USER_ID, withSpan, type Attributes } from '../telemetry/tracing.js';
 import { ChangeFeed, type ChangesPage, type ChangesRequest } from './change-feed.js';
 import type { DeliveryTiming } from '../webhooks/hook-delivery.js';
@@ -42,6 +42,8 @@ import type {
 const INDEX_FLUSH_DELAY_MS = 2_000;
 /** How long after the start the background loading of users waits (ms): the first requests come first. */
 const WARM_UP_DELAY_MS = 1_000;
+/** A pool of more users is not loaded in the background at the start (see warmUp). */
+const WARM_UP_MAX_USERS = 2_000;
 
 export interface MemoryServiceOptions {
   /** Where the memories live (chosen by src/open-service.ts: the JSONL data directory or PostgreSQL). */
@@ -97,6 +99,8 @@ export class MemoryService {
   /** Ends the background loading's current pause (on close). */
   private wakeWarmUp: (() => void) | null = null;
   private closing = false;
+  /** Where the expiry sweep's pass over the users not held here goes on from. */
+  private readonly sweepCursor: SweepCursor = { next: 0 };
 
   private constructor(options: MemoryServiceOptions) {
     this.embedder = options.embedder;
@@ -152,7 +156,8 @@ export class MemoryService {
   }
 
   /**
-   * Counts the pool and loads users (up to the cache budget), one at a time, after the first
+   * Counts the pool and loads users (up to the cache budget, and only in a pool of at most
+   * WARM_UP_MAX_USERS users), one at a time, after the first
    * requests have had the process to themselves: a request needs only its own user, and the
    * loads here would otherwise hold the event loop while it waits. Searches score exhaustively
    * until a user's index is complete.
@@ -162,6 +167,9 @@ export class MemoryService {
       await this.idleFor(WARM_UP_DELAY_MS);
       if (this.closing) return;
       await this.memoryCount();
+      // Past a few thousand users the ones loaded first would be a guess (and listing them reads
+      // every user's folder): a large pool loads each user on its first request instead.
+      if ((await this.store.countUsers()) > WARM_UP_MAX_USERS) return;
       for (const userId of await this.store.listUsers()) {
         await this.idleFor(0);
         if (this.closing || this.cache.full) return;
@@ -326,7 +334,7 @@ export class MemoryService {
 
   /** Deletes for good the memories that have expired (invisible already); returns how many went. */
   sweepExpired(): Promise<number> {
-    return this.track(() => sweepExpired(this.context));
+    return this.track(() => sweepExpired(this.context, this.sweepCursor));
   }
 
   /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */
