@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import type { MemoryStore, UnitDraft } from '../src/store/memory-store.js';
 import { round } from './http-load.js';
-import { gaussianSource, randomUnitVector } from './scale-store.js';
 import { serverEncoder } from './server-encoder.js';
+import { turnDraft, vectorPool } from './turn-drafts.js';
 import { mulberry32, type Turn } from './workload.js';
 
 /**
@@ -40,8 +39,7 @@ export async function writeManyUsers(store: MemoryStore, users: ReadonlyArray<{ 
   const started = performance.now();
   const embedder = serverEncoder(); // for its id and dimension only: the model is not loaded
   const random = mulberry32(seed ^ 0x5eed);
-  const gaussian = gaussianSource(random);
-  const vectors = Array.from({ length: VECTOR_POOL }, () => randomUnitVector(new Float32Array(embedder.dimensions), gaussian));
+  const vectors = vectorPool(VECTOR_POOL, embedder.dimensions, random);
   const createdAt = new Date().toISOString();
   let next = 0;
   await Promise.all(
@@ -57,24 +55,8 @@ export async function writeManyUsers(store: MemoryStore, users: ReadonlyArray<{ 
           const drafts: UnitDraft[] = [];
           for (let m = from; m < Math.min(memories, from + ADD_MESSAGES); m++) {
             const turn = texts[(start + m) % texts.length];
-            drafts.push({
-              record: {
-                id: randomUUID(),
-                user_id: userId,
-                text: turn.content,
-                tags: [],
-                importance: 0.5,
-                source: 'add',
-                created_at: createdAt,
-                session_id: `session_${add + 1}`,
-                role: turn.speaker,
-                occurred_at: new Date(Date.UTC(2023, 0, 1) + add * 3 * DAY_MS).toISOString(),
-                request_id: requestId,
-                message_index: m - from,
-                model: embedder.modelId,
-              },
-              vector: vectors[(firstVector + m) % VECTOR_POOL],
-            });
+            const place = { userId, requestId, sessionId: `session_${add + 1}`, occurredAt: new Date(Date.UTC(2023, 0, 1) + add * 3 * DAY_MS).toISOString(), createdAt, messageIndex: m - from, model: embedder.modelId };
+            drafts.push(turnDraft(turn, place, vectors[(firstVector + m) % VECTOR_POOL]));
           }
           await store.append(userId, drafts, { requestId });
         }
