@@ -15,6 +15,8 @@ export type WordNetPos = 'n' | 'v' | 'a' | 'r';
 
 const FILE_OF: Record<WordNetPos, string> = { n: 'noun', v: 'verb', a: 'adj', r: 'adv' };
 const ALL_POS: readonly WordNetPos[] = ['n', 'v', 'a', 'r'];
+/** Entries each cache keeps before it starts again: queries bring any word, typos included. */
+const CACHED_ENTRIES = 100_000;
 
 export interface Synset {
   pos: WordNetPos;
@@ -54,6 +56,7 @@ export class WordNetReader {
       const senseCount = Number(fields[4 + pointerCount]);
       offsets = fields.slice(6 + pointerCount, 6 + pointerCount + senseCount).map(Number);
     }
+    if (this.lemmaOffsets.size >= CACHED_ENTRIES) this.lemmaOffsets.clear();
     this.lemmaOffsets.set(key, offsets);
     return offsets;
   }
@@ -101,6 +104,7 @@ export class WordNetReader {
       });
     }
     const synset: Synset = { pos, offset, words, pointers };
+    if (this.synsets.size >= CACHED_ENTRIES) this.synsets.clear();
     this.synsets.set(key, synset);
     return synset;
   }
