@@ -1,13 +1,13 @@
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { createError } from '../errors.js';
 import type { EmbedOptions, Embedder } from './embedder.js';
 import { createLocalEncoder, type LocalEncoderOptions } from './local-encoder.js';
 import { encoderPrefix } from './onnx-embedder.js';
+import { openOnnxThread, parkOnnxThread } from './onnx-threads.js';
 import { SentenceTransformerEmbedder } from './sentence-transformer-embedder.js';
+
+/** The module embedder-worker.ts compiles to, beside onnx-threads.ts. */
+const EMBEDDER_WORKER = 'embedder-worker';
 
 interface Pending {
   count: number;
@@ -34,6 +34,8 @@ export class WorkerEmbedder implements Embedder {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  /** Rejects the current thread's load, when it is closed before it loaded. */
+  private failLoad: ((error: unknown) => void) | null = null;
 
   constructor(options: LocalEncoderOptions = {}) {
     this.options = options;
@@ -66,18 +68,27 @@ export class WorkerEmbedder implements Embedder {
     this.closed = true;
     const worker = this.worker;
     this.worker = null;
+    if (!worker) return;
+    // Parked, never terminated (onnx-threads.ts says why); reusable once loaded with nothing in flight.
+    parkOnnxThread(EMBEDDER_WORKER, this.options, worker, this.isLoaded && this.pending.size === 0);
     this.isLoaded = false;
-    if (worker) await worker.terminate();
+    const error = createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed');
+    this.failLoad?.(error);
+    for (const call of this.pending.values()) call.reject(error);
+    this.pending.clear();
   }
 
   private start(): void {
     if (this.closed) throw createError('EMBEDDER_UNAVAILABLE', 'The embedder was closed');
     if (this.worker) return;
-    holdOnnxRuntime();
-    const entry = workerEntry();
-    const worker = new Worker(entry.file, { workerData: this.options, eval: entry.eval });
+    const { worker, loaded } = openOnnxThread(EMBEDDER_WORKER, this.options);
     this.worker = worker;
     this.loaded = new Promise<void>((resolve, reject) => {
+      this.failLoad = reject;
+      if (loaded) {
+        this.isLoaded = true;
+        resolve();
+      }
       const onMessage = (message: { id: number; ready?: boolean; error?: string; vectors?: Float32Array; startedAt?: number; endedAt?: number }) => {
         if (message.id === 0) {
           if (!message.ready) {
@@ -117,31 +128,4 @@ export class WorkerEmbedder implements Embedder {
     // A failed load is reported to the caller of ready(); nothing else awaits it.
     this.loaded.catch(() => undefined);
   }
-}
-
-let onnxRuntimeHeld = false;
-
-/**
- * Loads onnxruntime-node's addon on this thread too, once, and keeps it: the addon registers
- * itself only when first loaded into the process, so once every thread that loaded it has ended
- * (an encoder thread died, or the last copy closed), loading it again fails with "Module did not
- * self-register" and a restarted encoder thread could never encode again (measured: every call
- * 503 after one thread's death). Held here it stays registered for the process (~31 ms, once).
- */
-export function holdOnnxRuntime(): void {
-  if (onnxRuntimeHeld) return;
-  onnxRuntimeHeld = true;
-  createRequire(import.meta.url)('onnxruntime-node');
-}
-
-/**
- * The compiled worker beside this file; when the sources run directly (tests, through tsx), a
- * bootstrap that registers tsx's loader in the worker and then imports the TypeScript worker.
- */
-export function workerEntry(name = 'embedder-worker'): { file: URL | string; eval: boolean } {
-  const compiled = new URL(`./${name}.js`, import.meta.url);
-  if (existsSync(fileURLToPath(compiled))) return { file: compiled, eval: false };
-  const tsxApi = pathToFileURL(path.join(path.dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href;
-  const source = new URL(`./${name}.ts`, import.meta.url).href;
-  return { file: `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); })`, eval: true };
 }

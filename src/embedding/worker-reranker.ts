@@ -1,8 +1,11 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { createError } from '../errors.js';
 import { readRerankerLayout, type CrossEncoderOptions } from './cross-encoder.js';
 import type { Reranker } from './reranker.js';
-import { holdOnnxRuntime, workerEntry } from './worker-embedder.js';
+import { openOnnxThread, parkOnnxThread } from './onnx-threads.js';
+
+/** The module reranker-worker.ts compiles to, beside onnx-threads.ts. */
+const RERANKER_WORKER = 'reranker-worker';
 
 interface Pending {
   count: number;
@@ -24,6 +27,10 @@ export class WorkerReranker implements Reranker {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  /** The current thread has loaded its model. */
+  private isLoaded = false;
+  /** Rejects the current thread's load, when it is closed before it loaded. */
+  private failLoad: ((error: unknown) => void) | null = null;
 
   constructor(options: CrossEncoderOptions) {
     this.options = options;
@@ -49,21 +56,33 @@ export class WorkerReranker implements Reranker {
     this.closed = true;
     const worker = this.worker;
     this.worker = null;
-    if (worker) await worker.terminate();
+    if (!worker) return;
+    // Parked, never terminated (onnx-threads.ts says why); reusable once loaded with nothing in flight.
+    parkOnnxThread(RERANKER_WORKER, this.options, worker, this.isLoaded && this.pending.size === 0);
+    this.isLoaded = false;
+    const error = createError('RERANKER_UNAVAILABLE', 'The reranker was closed');
+    this.failLoad?.(error);
+    for (const call of this.pending.values()) call.reject(error);
+    this.pending.clear();
   }
 
   private start(): void {
     if (this.closed) throw createError('RERANKER_UNAVAILABLE', 'The reranker was closed');
     if (this.worker) return;
-    holdOnnxRuntime();
-    const entry = workerEntry('reranker-worker');
-    const worker = new Worker(entry.file, { workerData: this.options, eval: entry.eval });
+    const { worker, loaded } = openOnnxThread(RERANKER_WORKER, this.options);
     this.worker = worker;
     this.loaded = new Promise<void>((resolve, reject) => {
+      this.failLoad = reject;
+      if (loaded) {
+        this.isLoaded = true;
+        resolve();
+      }
       worker.on('message', (message: { id: number; ready?: boolean; error?: string; logits?: Float32Array }) => {
         if (message.id === 0) {
-          if (message.ready) resolve();
-          else reject(createError('RERANKER_UNAVAILABLE', message.error ?? 'The reranker failed to load'));
+          if (message.ready) {
+            if (this.worker === worker) this.isLoaded = true;
+            resolve();
+          } else reject(createError('RERANKER_UNAVAILABLE', message.error ?? 'The reranker failed to load'));
           return;
         }
         const call = this.pending.get(message.id);
@@ -77,7 +96,10 @@ export class WorkerReranker implements Reranker {
       });
       worker.on('error', () => undefined);
       worker.on('exit', (code: number) => {
-        if (this.worker === worker) this.worker = null;
+        if (this.worker === worker) {
+          this.worker = null;
+          this.isLoaded = false;
+        }
         const error = createError('RERANKER_UNAVAILABLE', `The reranker thread stopped (exit code ${code})`);
         reject(error);
         for (const call of this.pending.values()) call.reject(error);
