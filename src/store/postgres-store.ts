@@ -183,7 +183,8 @@ export class PostgresStore implements MemoryStore {
            FROM (SELECT user_id, record, ${ROW_BYTES} AS bytes, coalesce((record->>'expires_at')::timestamptz <= to_timestamp($2::float8 / 1000), false) AS expired
                    FROM memories m WHERE $1::text[] IS NULL OR user_id = ANY($1)) m
           GROUP BY user_id`,
-        [whole ? null : batch.map((row) => row.key), nowMs],
+        // The keys as stored: a key read back is decoded (postgres-text.ts), NUL and all.
+        [whole ? null : batch.map((row) => encodeKey(row.user_id)), nowMs],
       );
       const byKey = new Map(measured.rows.map((row) => [row.key, row]));
       for (const row of batch) {

@@ -277,7 +277,7 @@ describe('ids with ../ or NUL', () => {
     expect(files.length).toBeGreaterThan(0);
     for (const file of files) {
       expect(path.relative(root, file)).toMatch(
-        /^outer\/inner\/data\/(format\.json|users\/[A-Za-z0-9_-]{1,40}-[0-9a-f]{16}\/(memories\.jsonl|user\.json|vectors\.hnsw|vectors\.meta\.json|quarantine\.jsonl)|sync\/([0-9a-f]{16}\.(next-seq|lock|cache\.lock)|changes\.jsonl|owners\/[0-9]+-[0-9]+-[0-9a-f]{12}\.owner))$/,
+        /^outer\/inner\/data\/(format\.json|users\/[A-Za-z0-9_-]{1,40}-[0-9a-f]{16}\/(memories\.jsonl|user\.json|vectors\.hnsw|vectors\.meta\.json|quarantine\.jsonl)|sync\/([0-9a-f]{16}\.(next-seq|lock|cache\.lock)|changes\.jsonl|pool-figures\.json|owners\/[0-9]+-[0-9]+-[0-9a-f]{12}\.owner))$/,
       );
     }
     expect(await readdir(root)).toEqual(['outer']);

@@ -286,6 +286,7 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
         expect((await reader.load(userId)).units.map((unit) => unit.record)).toEqual([{ ...record, seq: 0 }]);
         expect(await reader.history(userId, record.id)).toEqual(history);
         expect(await reader.userCounts(userId)).toEqual({ count: 1, sessions: 1 });
+        expect((await reader.poolFigures(Date.now())).find((figures) => figures.userId === userId)).toMatchObject({ count: 1, sessions: 1 });
       }
       const updated = await store.update(userId, record.id, { text: `${odd} again`, updatedAt: '2030-01-01T00:00:00.000Z' });
       expect(updated?.record).toMatchObject({ id: record.id, text: `${odd} again` });
