@@ -1,5 +1,6 @@
 import { lexicalText, standaloneContent, type UnitText } from '../ingest/message-units.js';
 import { analyze } from '../retrieval/analyzer.js';
+import { entityMentions, type EntityMention } from '../retrieval/entities/entity-mentions.js';
 import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
 import { eventPeriod } from '../retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
@@ -71,7 +72,23 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array | null, st
     isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
     firstPerson: speaksOfSelf(record.text),
     textKey: shared(strings, duplicateKey(record.text)),
+    entities: unitEntities(record, strings),
   };
+}
+
+const NO_ENTITIES: readonly EntityMention[] = Object.freeze([]);
+
+/** The record's entity mentions, their strings shared with the user's others at a load. */
+function unitEntities(record: StoredRecord, strings: SharedStrings | undefined): readonly EntityMention[] {
+  const mentions = entityMentions(record.text, record.role);
+  if (mentions.length === 0) return NO_ENTITIES;
+  if (strings) {
+    for (const mention of mentions) {
+      mention.key = shared(strings, mention.key);
+      mention.surface = shared(strings, mention.surface);
+    }
+  }
+  return mentions;
 }
 
 /** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */

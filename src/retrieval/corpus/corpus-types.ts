@@ -1,3 +1,4 @@
+import type { EntityMention } from '../entities/entity-mentions.js';
 import type { ScoreExplanation } from '../fuse-scores.js';
 import type { TimePeriod } from '../time-cues/calendar.js';
 
@@ -29,6 +30,8 @@ export interface CorpusUnit {
   isQuestion: boolean;
   /** The speaker speaks of themself (`speaksOfSelf`): see `disclosureCue`. */
   firstPerson: boolean;
+  /** The entities the unit mentions, its speaker included (`entityMentions`); the corpus indexes them. */
+  entities: readonly EntityMention[];
   /** The text as duplicates share it (`duplicateKey`): answers that collapse duplicates hold each once. */
   textKey: string;
 }

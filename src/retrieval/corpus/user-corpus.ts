@@ -1,4 +1,5 @@
 import { Bm25Index } from '../bm25-index.js';
+import { EntityIndex } from '../entities/entity-index.js';
 import type { CueColumns } from '../fuse-scores.js';
 import type { RetrievalWeights } from '../retrieval-config.js';
 import type { VectorIndex } from '../vector-index.js';
@@ -45,6 +46,8 @@ export class UserCorpus {
   private readonly graph = new HnswLifecycle();
   private readonly sessions = new Sessions(this.links, (a, b) => this.store.dotOfUnits(a, b));
   private readonly speakerCounts = new Map<string, number>();
+  /** The user's entities → the units mentioning them, kept with every add and remove. */
+  readonly entities = new EntityIndex();
   private newestTime = -Infinity;
   private layout: SlotLayout | null = null;
 
@@ -147,6 +150,7 @@ export class UserCorpus {
       const link = unlinked(unit);
       this.links.set(unit.seq, link);
       this.lexical.add(unit.seq, unit.terms);
+      this.entities.add(unit.seq, unit.entities);
       if (unit.vector === null) this.store.unembedded.add(unit.seq);
       else this.graph.add(unit.seq, unit.vector, deferIndex);
       this.store.take(link, this.graph.unindexed.has(unit.seq));
@@ -182,6 +186,7 @@ export class UserCorpus {
     this.links.delete(seq);
     this.store.release(link);
     this.lexical.remove(seq);
+    this.entities.remove(seq, unit.entities);
     this.graph.remove(seq);
     this.store.unembedded.delete(seq);
     if (unit.speaker) {

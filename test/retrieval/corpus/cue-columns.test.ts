@@ -9,7 +9,7 @@ const weights = { ...DEFAULT_RETRIEVAL_WEIGHTS, decayWeight: 0.5, decayHalfLifeD
 function unit(extra: Partial<CorpusUnit>): CorpusUnit {
   return {
     seq: 0, vector: null, terms: [], speaker: null, sessionId: null, messageKey: null, timeMs: 100 * DAY, importance: 0.5, tags: [],
-    hasTimeExpression: false, eventPeriod: null, isQuestion: false, firstPerson: false, textKey: '', ...extra,
+    hasTimeExpression: false, eventPeriod: null, isQuestion: false, firstPerson: false, textKey: '', entities: [], ...extra,
   };
 }
 const query = (extra: Partial<CorpusQuery>): CorpusQuery => ({

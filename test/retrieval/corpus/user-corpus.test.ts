@@ -30,6 +30,7 @@ function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): Corpu
     isQuestion: false,
     firstPerson: false,
     textKey: text.trim().replace(/\s+/g, ' ').toLowerCase(),
+    entities: [],
     ...extra,
   };
 }
