@@ -1,3 +1,4 @@
+import { analyze } from '../analyzer.js';
 import { Bm25Index } from '../bm25-index.js';
 import { EntityIndex } from '../entities/entity-index.js';
 import type { CueColumns } from '../fuse-scores.js';
@@ -47,7 +48,10 @@ export class UserCorpus {
   private readonly sessions = new Sessions(this.links, (a, b) => this.store.dotOfUnits(a, b));
   private readonly speakerCounts = new Map<string, number>();
   /** The user's entities → the units mentioning them, kept with every add and remove. */
-  readonly entities = new EntityIndex();
+  readonly entities = new EntityIndex((word) => {
+    const terms = analyze(word);
+    return terms.length === 1 ? this.lexical.documentFrequency(terms[0]) : Infinity;
+  });
   private newestTime = -Infinity;
   private layout: SlotLayout | null = null;
 

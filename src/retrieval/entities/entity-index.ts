@@ -5,9 +5,12 @@ import type { EntityKind, EntityMention } from './entity-mentions.js';
  * remove (a load, a write of this process or one seen from another), so that it is the same on
  * both stores by construction: nothing of it is stored.
  *
- * An entity is known once some unit mentions it confidently (see `entityMentions`); its units
- * are then every unit mentioning it, a sentence's first word included ("Melanie said…"). A key
- * only ever met at a sentence's start ("Yesterday…", "Honestly…") is no entity.
+ * An entity is known once some unit mentions it confidently (see `entityMentions`), or when a
+ * word only ever met capitalised at a sentence's start is never written in lowercase by any unit
+ * ("Caroline adopted a dog" makes Caroline known; "Painting is my thing" does not, beside "I
+ * paint"): `unitsWithWord` counts the units whose text holds the word in any case (the BM25
+ * index's document frequency of its term). Its units are then every unit mentioning it, a
+ * sentence's first word included ("Melanie said…").
  */
 export interface EntityEntry {
   key: string;
@@ -31,6 +34,9 @@ const KINDS: readonly EntityKind[] = ['person', 'title', 'name'];
 export class EntityIndex {
   private readonly entries = new Map<string, Entry>();
 
+  /** `unitsWithWord(key)`: how many units hold the one-word key in any case (Infinity for a key that is no index term). */
+  constructor(private readonly unitsWithWord: (key: string) => number = () => Infinity) {}
+
   add(seq: number, mentions: readonly EntityMention[]): void {
     for (const mention of mentions) {
       let entry = this.entries.get(mention.key);
@@ -52,32 +58,34 @@ export class EntityIndex {
   /** The known entity of this key (already an entity key: see `entityKey`), or null. */
   get(key: string): EntityEntry | null {
     const entry = this.entries.get(key);
-    return entry && isKnown(entry) ? view(entry) : null;
+    return entry !== undefined && this.isKnown(entry) ? view(entry) : null;
   }
 
   /** Whether a unit's mention of this key counts (the key is a known entity). */
   knows(key: string): boolean {
     const entry = this.entries.get(key);
-    return entry !== undefined && isKnown(entry);
+    return entry !== undefined && this.isKnown(entry);
   }
 
   /** How many units mention the key (0 when it is no known entity). */
   count(key: string): number {
     const entry = this.entries.get(key);
-    return entry && isKnown(entry) ? entry.seqs.size : 0;
+    return entry !== undefined && this.isKnown(entry) ? entry.seqs.size : 0;
   }
 
   /** Every known entity, in no particular order. */
   *known(): IterableIterator<EntityEntry> {
-    for (const entry of this.entries.values()) if (isKnown(entry)) yield view(entry);
+    for (const entry of this.entries.values()) if (this.isKnown(entry)) yield view(entry);
+  }
+
+  private isKnown(entry: Entry): boolean {
+    if (entry.confident[0] > 0 || entry.confident[1] > 0 || entry.confident[2] > 0) return true;
+    return this.unitsWithWord(entry.key) <= entry.seqs.size;
   }
 }
 
-function isKnown(entry: Entry): boolean {
-  return entry.confident[0] > 0 || entry.confident[1] > 0 || entry.confident[2] > 0;
-}
 
 function view(entry: Entry): EntityEntry {
-  const kind = KINDS[entry.confident.findIndex((count) => count > 0)];
+  const kind = KINDS[entry.confident.findIndex((count) => count > 0)] ?? 'name';
   return { key: entry.key, surface: entry.surface, kind, seqs: entry.seqs };
 }

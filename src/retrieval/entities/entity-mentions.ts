@@ -48,7 +48,8 @@ const NEVER_NAMES: ReadonlySet<string> = new Set(
   did can could would should will may might must have has had be was were are am my your our
   their his her he she we they you me us them him mine yours not just also very too really
   january february march april june july august september october november december
-  monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday tonight
+  monday tuesday wednesday thursday friday saturday sunday mondays tuesdays wednesdays thursdays fridays
+  saturdays sundays today tomorrow yesterday tonight
   mon tue tues wed thu thur thurs fri sat bye yay woohoo hooray ugh ha
   mr mrs ms dr st`.split(/\s+/),
 );

@@ -43,3 +43,15 @@ describe('EntityIndex', () => {
     expect(kinds).toEqual({ 'becoming nicole': ['title', 1], nicole: ['name', 2], caroline: ['person', 2] });
   });
 });
+
+describe('EntityIndex with the words of its units', () => {
+  it('knows a sentence-start name no unit writes in lowercase, not a word some unit does', () => {
+    const lowercase = new Map([['caroline', 1], ['painting', 3]]);
+    const index = new EntityIndex((word) => lowercase.get(word) ?? Infinity);
+    index.add(1, entityMentions('Caroline adopted a dog.'));
+    index.add(2, entityMentions('Painting is my thing.'));
+    expect(index.knows('caroline')).toBe(true);
+    expect(index.get('caroline')!.kind).toBe('name');
+    expect(index.knows('painting')).toBe(false);
+  });
+});
