@@ -53,6 +53,12 @@ export interface RetrievalWeights {
    * an inference ("would X…", "likely") or a list ("what activities has X…") (`asksAboutPerson`).
    */
   aboutPersonBoost: number;
+  /**
+   * Added to a unit per entity of the query it mentions, times the entity's specificity among the
+   * user's units (`entitySpecificity`: 1 for a name one unit mentions, near 0 for a speaker of half
+   * of them); the entity's units also join a large user's candidates. 0 turns the cue off.
+   */
+  entityBoost: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
   importanceWeight: number;
   /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
@@ -90,6 +96,7 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   questionTurnPenalty: 0.15,
   disclosureBoost: 0.1,
   aboutPersonBoost: 0.05,
+  entityBoost: 0,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,

@@ -58,6 +58,8 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
   /** Lowercased tags whose exact presence on a unit is rewarded. */
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
+  /** Entity keys the query names (`entityMentions` of its text); the corpus keeps those it knows. */
+  entities?: readonly string[];
   /** The query asks about a person rather than one event (`asksAboutPerson`). */
   aboutPerson?: boolean;
   period: TimePeriod | null;
