@@ -78,17 +78,25 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array | null, st
 
 const NO_ENTITIES: readonly EntityMention[] = Object.freeze([]);
 
-/** The record's entity mentions, their strings shared with the user's others at a load. */
+/**
+ * Mentions equal in key, kind and confidence, kept once per load (a user's turns name the same
+ * few people again and again): keyed by the load's shared strings, so that it goes with them.
+ */
+const sharedMentions = new WeakMap<SharedStrings, Map<string, EntityMention>>();
+
+/** The record's entity mentions; at a load, each one shared with the user's other units. */
 function unitEntities(record: StoredRecord, strings: SharedStrings | undefined): readonly EntityMention[] {
   const mentions = entityMentions(record.text, record.role);
   if (mentions.length === 0) return NO_ENTITIES;
-  if (strings) {
-    for (const mention of mentions) {
-      mention.key = shared(strings, mention.key);
-      mention.surface = shared(strings, mention.surface);
-    }
-  }
-  return mentions;
+  if (!strings) return mentions;
+  let known = sharedMentions.get(strings);
+  if (!known) sharedMentions.set(strings, (known = new Map()));
+  return mentions.map((mention) => {
+    const id = `${mention.kind}${mention.confident ? '+' : '?'}${mention.key}`;
+    let kept = known.get(id);
+    if (!kept) known.set(id, (kept = Object.freeze({ ...mention, key: shared(strings, mention.key), surface: shared(strings, mention.surface) })));
+    return kept;
+  });
 }
 
 /** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */
