@@ -57,6 +57,10 @@ export class LoopbackClient {
     return this.request('GET', path, null, timeoutMs);
   }
 
+  delete(path: string, timeoutMs: number): Promise<Answer> {
+    return this.request('DELETE', path, null, timeoutMs);
+  }
+
   private request(method: string, path: string, body: string | null, timeoutMs: number): Promise<Answer> {
     const payload = body === null ? null : Buffer.from(body, 'utf8');
     return new Promise((resolve, reject) => {

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { MemoryStore, UnitDraft } from '../src/store/memory-store.js';
 import { round } from './http-load.js';
-import { gaussianSource, randomUnitVector } from './scale-store.js';
+import { turnDraft, vectorPool } from './turn-drafts.js';
 import { mulberry32, type Turn } from './workload.js';
 import { serverEncoder } from './server-encoder.js';
 
@@ -28,8 +27,7 @@ export async function writeStoreUsers(options: StoreUsersOptions): Promise<{ use
   const started = performance.now();
   const embedder = serverEncoder(); // for its id and dimension only: the model is not loaded
   const random = mulberry32(options.seed);
-  const gaussian = gaussianSource(random);
-  const vectors = Array.from({ length: VECTOR_POOL }, () => randomUnitVector(new Float32Array(embedder.dimensions), gaussian));
+  const vectors = vectorPool(VECTOR_POOL, embedder.dimensions, random);
   const users = Array.from({ length: options.users }, (_, u) => `${options.prefix}-${u}`);
   const createdAt = new Date().toISOString();
   let next = 0;
@@ -40,24 +38,8 @@ export async function writeStoreUsers(options: StoreUsersOptions): Promise<{ use
         const requestId = `${userId}/add`;
         const drafts: UnitDraft[] = Array.from({ length: options.memoriesPerUser }, (_, m) => {
           const turn = options.texts[Math.floor(random() * options.texts.length)];
-          return {
-            record: {
-              id: randomUUID(),
-              user_id: userId,
-              text: turn.content,
-              tags: [],
-              importance: 0.5,
-              source: 'add',
-              created_at: createdAt,
-              session_id: 'session_1',
-              role: turn.speaker,
-              occurred_at: new Date(turn.timeMs).toISOString(),
-              request_id: requestId,
-              message_index: m,
-              model: embedder.modelId,
-            },
-            vector: vectors[(next * options.memoriesPerUser + m) % VECTOR_POOL],
-          };
+          const place = { userId, requestId, sessionId: 'session_1', occurredAt: new Date(turn.timeMs).toISOString(), createdAt, messageIndex: m, model: embedder.modelId };
+          return turnDraft(turn, place, vectors[(next * options.memoriesPerUser + m) % VECTOR_POOL]);
         });
         await options.store.append(userId, drafts, { requestId });
       }

@@ -4,6 +4,7 @@
  *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--processes <n>] [--profile] [--keep]
  *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
  *   npm run bench -- --growth [--quick] [same options]   (one user of 10k, 100k, 1M memories: bench/growth.ts)
+ *   npm run bench -- --many-users [--quick] [same options]   (100k users of 10-50 memories, 10k in --quick: bench/many-users.ts)
  *
  * Starts `node dist/src/main.js` on a loopback port with a temporary data directory, drives it
  * over HTTP, prints a JSON summary on stdout (progress goes to stderr) and writes it to
@@ -25,6 +26,7 @@ import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, ty
 import { measureAppendLock, measureFreshnessCheck } from './freshness-check.js';
 import { measureHostileLoad } from './hostile-load.js';
 import { GROWTH_PLANS, GROWTH_SIZES, measureGrowth } from './growth.js';
+import { MANY_USERS_PLANS, measureManyUsers } from './many-users.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses } from './server-encoder.js';
@@ -118,6 +120,7 @@ async function main(): Promise<void> {
       precision: { type: 'string' },
       processes: { type: 'string' },
       growth: { type: 'boolean', default: false },
+      'many-users': { type: 'boolean', default: false },
     },
   });
   const replicas = values.replicas === undefined ? null : Number(values.replicas);
@@ -194,6 +197,19 @@ async function main(): Promise<void> {
       return;
     }
     // ---- end of growth
+    // ---- Many users (bench/many-users.ts): `--many-users` runs it alone, `--quick` its short form (10k users) at the end.
+    if (values['many-users']) {
+      const manyUsers = await measureManyUsers({ workDir, workload, plan: MANY_USERS_PLANS[mode], nodeArgs, progress, warn });
+      const command = `npm run bench -- --many-users${values.quick ? ' --quick' : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const summary = { bench: 'memorypool-many-users', ...header(command), targets: manyUsers.targets, warnings, many_users: manyUsers };
+      await writeFile(path.join(outDir, 'bench-many-users.json'), JSON.stringify(summary, null, 2) + '\n');
+      process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+      for (const line of manyUsers.table) progress(line);
+      for (const row of manyUsers.targets) progress(`${row.result.padEnd(12)} ${row.id}: ${row.value} ${row.unit} (${row.target}; ${row.note})`);
+      progress(`done in ${summary.duration_s} s; wrote ${path.join(outDir, 'bench-many-users.json')}`);
+      return;
+    }
+    // ---- end of many users
 
     const addBodies = addChunks(workload, plan.addRequests, plan.addUsers);
     // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.
@@ -241,6 +257,10 @@ async function main(): Promise<void> {
     const growth = mode === 'quick' ? await measureGrowth({ workDir, workload, sizes: GROWTH_SIZES.quick, plan: GROWTH_PLANS.quick, nodeArgs, progress, warn }) : null;
     if (growth) for (const line of growth.table) progress(line);
     // ---- end of growth
+    // ---- Many users, short form (bench/many-users.ts): quick runs only; `--many-users` runs the full form alone.
+    const manyUsers = mode === 'quick' ? await measureManyUsers({ workDir, workload, plan: MANY_USERS_PLANS.quick, nodeArgs, progress, warn }) : null;
+    if (manyUsers) for (const line of manyUsers.table) progress(line);
+    // ---- end of many users
 
     const encoder = summarizeEncoder(encoderBefore, encoderAfter);
     const addRatio = add.messages_per_s / encoder.messages_per_s;
@@ -329,6 +349,7 @@ async function main(): Promise<void> {
       ),
       target('hostile_search_p95', `ordinary Search p95 with one hostile request in flight < 2x idle p95 (worst: ${hostile.worst_target_id})`, hostile.worst_target_ratio, 'x idle p95', hostile.worst_target_ratio < 2),
       ...(growth?.targets ?? []), // growth (bench/growth.ts)
+      ...(manyUsers?.targets ?? []), // many users (bench/many-users.ts)
     ];
     const per = scale.length === 2 ? (scale[1].rss_bytes - scale[0].rss_bytes) / (scale[1].memories - scale[0].memories) : NaN;
 
@@ -366,6 +387,7 @@ async function main(): Promise<void> {
         note: 'marginal = (RSS at 100k - RSS at 10k) / 90k: what one more stored memory costs in RAM, the model and runtime excluded',
       },
       growth, // bench/growth.ts: null in full runs (`--growth` runs it alone)
+      many_users: manyUsers, // bench/many-users.ts: null in full runs (`--many-users` runs it alone)
       server_exit: serviceStop,
       server_log: server.logLines.slice(0, 20),
       profiles: values.profile ? path.join(outDir, 'profiles') : null,

@@ -39,6 +39,11 @@ export interface ThrowawayPostgresOptions {
   binaries?: string;
   /** Where a copy of the binaries is made when the server's user cannot reach them (default: the temp folder). */
   copiesIn?: string;
+  /**
+   * A folder to keep the data in between runs (a bench's stores): the server started on the data
+   * found there (initdb only the first time), and `destroy()` stops it without removing anything.
+   */
+  keepIn?: string;
 }
 
 export interface ThrowawayPostgres {
@@ -66,7 +71,9 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
   const account = await serverAccount();
   const base = await reachableTempBase(account);
   const binaries = await binariesFor(account, options.binaries ? { dir: options.binaries, version: 'given' } : installedBinaries(), options.copiesIn ?? base);
-  const root = await mkdtemp(path.join(base, 'memorypool-pg-'));
+  const kept = options.keepIn !== undefined;
+  const root = kept ? path.resolve(options.keepIn!) : await mkdtemp(path.join(base, 'memorypool-pg-'));
+  if (kept) await mkdir(root, { recursive: true });
   // The server's user must be able to enter the folder that holds its data directory.
   await chmod(root, 0o755);
   const log: string[] = [];
@@ -87,8 +94,11 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
     // A port found free may be taken before the server binds it (other engineers' tests run too): try again.
     for (let attempt = 0; ; attempt++) {
       port = await freePort();
-      dataDir = path.join(root, `data-${attempt}`);
-      await initdb(binaries, account, root, dataDir, onLog);
+      dataDir = path.join(root, kept ? 'data' : `data-${attempt}`);
+      if (!(kept && (await stat(path.join(dataDir, 'PG_VERSION')).then(() => true, () => false)))) {
+        await rm(dataDir, { recursive: true, force: true });
+        await initdb(binaries, account, root, dataDir, onLog);
+      }
       try {
         server = await startServer(binaries, account, root, dataDir, port, flags, log, onLog);
         break;
@@ -97,7 +107,7 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
       }
     }
   } catch (error) {
-    await rm(root, { recursive: true, force: true });
+    if (!kept) await rm(root, { recursive: true, force: true });
     throw error;
   }
   const url = (database = 'postgres'): string => `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${encodeURIComponent(database)}`;
@@ -127,7 +137,7 @@ export async function startThrowawayPostgres(options: ThrowawayPostgresOptions =
     async destroy() {
       if (server) await stopServer(server);
       server = null;
-      await rm(root, { recursive: true, force: true });
+      if (!kept) await rm(root, { recursive: true, force: true });
     },
   };
 }

@@ -3,6 +3,8 @@ import { rmSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_RERANK_TOP, DEFAULT_RERANK_WEIGHT } from '../src/config.js';
+import { createReranker } from '../src/embedding/create-reranker.js';
 import type { Embedder } from '../src/embedding/embedder.js';
 import { silentLogger } from '../src/logger.js';
 import { MemoryService } from '../src/memory/memory-service.js';
@@ -52,6 +54,8 @@ export interface EvalOptions {
   oneUser?: boolean;
   /** The in-process service's exhaustive limit (users past it keep a graph and take candidates); default the service's. */
   exhaustiveLimit?: number;
+  /** A cross-encoder the in-process service reranks each Search's best hits with (MEMORYPOOL_RERANKER_DIR's defaults). */
+  rerankerDir?: string;
   log?: (line: string) => void;
   /** No progress bars (tests). */
   quiet?: boolean;
@@ -186,7 +190,7 @@ export async function evaluate(options: EvalOptions): Promise<EvalOutput> {
  * run must not leave a copy of the whole benchmark behind.
  */
 export async function withService<T>(
-  options: Pick<EvalOptions, 'makeEmbedder' | 'dataDir' | 'keepData' | 'databaseUrl' | 'exhaustiveLimit'>,
+  options: Pick<EvalOptions, 'makeEmbedder' | 'dataDir' | 'keepData' | 'databaseUrl' | 'exhaustiveLimit' | 'rerankerDir'>,
   log: (line: string) => void,
   use: (service: MemoryService, embedder: Embedder, dataDir: string) => Promise<T>,
 ): Promise<T> {
@@ -201,14 +205,16 @@ export async function withService<T>(
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const store = openStore({ dataDir, databaseUrl: options.databaseUrl }, silentLogger());
-  const service = await MemoryService.open({ store, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options) });
+  const reranker = createReranker({ rerankerDir: options.rerankerDir });
+  const rerank = reranker ? { reranker, top: DEFAULT_RERANK_TOP, weight: DEFAULT_RERANK_WEIGHT } : undefined;
+  const service = await MemoryService.open({ store, embedder, preload: false, indexFlushDelayMs: 0, weights: serviceWeightsOf(options), rerank });
   try {
     return await use(service, embedder, dataDir);
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     await service.close();
-    await embedder.close();
+    await Promise.all([embedder.close(), reranker?.close()]);
     if (keepData) log(`service data kept in ${dataDir}`);
     else await rm(dataDir, { recursive: true, force: true });
   }

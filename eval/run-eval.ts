@@ -36,6 +36,7 @@ interface CliOptions {
   timestamps: boolean;
   oneUser?: boolean;
   exhaustiveLimit?: number;
+  rerankerDir?: string;
 }
 
 /** The embedder of an in-process run: a brought model (--model-dir) gets its prefixes. */
@@ -101,6 +102,7 @@ function replayRunOptions(options: Omit<CliOptions, 'systems'>) {
     noTimestamps: !options.timestamps,
     oneUser: options.oneUser,
     exhaustiveLimit: options.exhaustiveLimit,
+    rerankerDir: options.rerankerDir,
   };
 }
 
@@ -152,7 +154,8 @@ function replayOptions(command: Command): Command {
     .option('--database-url <url>', 'store the memories in this PostgreSQL database (postgres://...) instead of a temporary JSONL directory; kept, like --data-dir')
     .option('--no-timestamps', 'send every message without its timestamp, as a client may (use a data directory of its own)')
     .option('--one-user', ONE_USER_HELP)
-    .option('--exhaustive-limit <n>', EXHAUSTIVE_LIMIT_HELP, nonNegativeInt);
+    .option('--exhaustive-limit <n>', EXHAUSTIVE_LIMIT_HELP, nonNegativeInt)
+    .option('--reranker-dir <dir>', "a cross-encoder exported to ONNX that re-scores each Search's best 50 hits in-process (docs/configuration.md, \"A reranker you bring\")");
 }
 
 function addCommand(program: Command, name: BenchmarkName, description: string): void {

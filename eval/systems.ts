@@ -21,6 +21,8 @@ const FUSION_TERMS_OFF: Partial<RetrievalWeights> = {
   questionTurnPenalty: 0,
   disclosureBoost: 0,
   aboutPersonBoost: 0,
+  expansionWeight: 0,
+  hypernymWeight: 0,
   importanceWeight: 0,
   decayWeight: 0,
 };
@@ -61,6 +63,7 @@ export const SYSTEMS: readonly SystemSpec[] = [
   },
   { name: 'no-event-periods', kind: 'service', description: 'hybrid without the event-period boost', overrides: { eventPeriodBoost: 0 } },
   { name: 'no-question-penalty', kind: 'service', description: 'hybrid without the question-turn penalty', overrides: { questionTurnPenalty: 0 } },
+  { name: 'no-expansion', kind: 'service', description: "hybrid without the WordNet expansion of the query's words", overrides: { expansionWeight: 0, hypernymWeight: 0 } },
   { name: 'no-importance', kind: 'service', description: 'hybrid without the importance multiplier', overrides: { importanceWeight: 0 } },
   { name: 'orama', kind: 'peer', description: 'Orama hybrid search on the same units and vectors' },
   { name: 'lancedb', kind: 'peer', description: 'LanceDB full-text + vector hybrid on the same units and vectors' },

@@ -29,6 +29,14 @@ export function defaultEncoderWorkers(processes = 1): number {
   return Math.max(1, Math.min(8, Math.floor(os.availableParallelism() / processes)));
 }
 
+/**
+ * A brought reranker re-scores a Search's best 50 hits and has half the say in their order: 50
+ * covers the R@50 a reader of the top 10 can gain from; the weight is not measured (no
+ * cross-encoder can be downloaded here: docs/configuration.md, "A reranker you bring").
+ */
+export const DEFAULT_RERANK_TOP = 50;
+export const DEFAULT_RERANK_WEIGHT = 0.5;
+
 const configSchema = z.object({
   host: z.string().min(1).default('127.0.0.1'),
   port: z.coerce.number().int().min(0).max(65535).default(8751),
@@ -53,6 +61,12 @@ const configSchema = z.object({
   denseWeight: z.coerce.number().min(0).max(1).optional(),
   /** Users with at most this many memories are scored exhaustively and keep no HNSW graph; larger ones take graph candidates. Default 20000 (retrieval-config.ts). */
   exhaustiveLimit: z.coerce.number().int().min(0).optional(),
+  /** A cross-encoder exported to ONNX (config.json, tokenizer.json, onnx/model.onnx): each Search's best hits are re-scored by it. Unset: no reranker. */
+  rerankerDir: z.string().min(1).optional(),
+  /** How many of the fused ranking's best hits the reranker re-scores. */
+  rerankTop: z.coerce.number().int().min(1).max(1000).default(DEFAULT_RERANK_TOP),
+  /** The reranker's share of the final score: (1 − w) · fused (min-max over those hits) + w · sigmoid(logit). */
+  rerankWeight: z.coerce.number().min(0).max(1).default(DEFAULT_RERANK_WEIGHT),
   /** Which build of the local model the onnx embedder runs: int8 (dynamic quantization) or the float original. */
   modelPrecision: z.enum(['fp32', 'int8']).default(DEFAULT_MODEL_PRECISION),
   /** onnxruntime intra-op threads of the local encoder. */
@@ -149,6 +163,9 @@ const ENV_NAMES: Record<keyof z.infer<typeof configSchema>, string> = {
   documentPrefix: 'MEMORYPOOL_DOCUMENT_PREFIX',
   denseWeight: 'MEMORYPOOL_DENSE_WEIGHT',
   exhaustiveLimit: 'MEMORYPOOL_EXHAUSTIVE_LIMIT',
+  rerankerDir: 'MEMORYPOOL_RERANKER_DIR',
+  rerankTop: 'MEMORYPOOL_RERANK_TOP',
+  rerankWeight: 'MEMORYPOOL_RERANK_WEIGHT',
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   encoderWorkers: 'MEMORYPOOL_ENCODER_WORKERS',
   processes: 'MEMORYPOOL_PROCESSES',

@@ -23,6 +23,7 @@ export const errors = {
   OVERLOADED: { status: 503, message: 'Service is overloaded: retry shortly' },
   STORAGE_UNAVAILABLE: { status: 503, message: 'Storage is unavailable' },
   EMBEDDER_UNAVAILABLE: { status: 503, message: 'Embedder is unavailable' },
+  RERANKER_UNAVAILABLE: { status: 503, message: 'Reranker is unavailable' },
   INTERNAL: { status: 500, message: 'Internal error' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

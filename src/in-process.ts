@@ -141,7 +141,7 @@ class InProcessPool implements MemoryPool {
   }
 
   health(options?: api.RequestOptions): Promise<api.Health> {
-    return this.run(options, async () => ({ ok: true as const, service: 'memorypool' as const, version: packageVersion(), count: await this.service.memoryCount() }));
+    return this.run(options, async () => ({ ok: true as const, service: 'memorypool' as const, version: packageVersion(), count: await this.service.healthCount() }));
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { storeOptions, type Config } from './config.js';
 import { createEmbedder, serviceWeights } from './embedding/create-embedder.js';
+import { createReranker } from './embedding/create-reranker.js';
 import type { Embedder } from './embedding/embedder.js';
 import { createLogger, type Logger } from './logger.js';
 import { MemoryService, type MemoryServiceOptions } from './memory/memory-service.js';
@@ -49,9 +50,12 @@ export async function openService(
   loadHnswlib();
   // A server delivers the webhooks: their file is checked before anything loads.
   const webhooks = server && config.webhooksFile !== undefined ? readWebhooksFile(config.webhooksFile) : [];
+  // Before the encoder starts: a reranker folder that is not one fails the start here, in one line.
+  const reranker = createReranker(config);
   const embedder = createEmbedder(config);
   let service: MemoryService;
   try {
+    await reranker?.ready();
     service = await MemoryService.open({
       store: openStore({ dataDir, databaseUrl }, logger),
       cacheBytes,
@@ -59,13 +63,14 @@ export async function openService(
       logger,
       preload: server,
       weights: serviceWeights(config),
+      rerank: reranker ? { reranker, top: config.rerankTop, weight: config.rerankWeight } : undefined,
       indexFlushDelayMs: options.indexFlushDelayMs,
       webhooks,
       webhookTiming: { retryBaseMs: config.webhooksRetryMs },
     });
   } catch (error) {
     // The encoder's thread would otherwise keep a command that failed to open (no model, say) alive.
-    await embedder.close();
+    await Promise.all([embedder.close(), reranker?.close()]);
     throw error;
   }
   await takeInLegacyMemories(service, logger);
@@ -75,7 +80,7 @@ export async function openService(
     logger,
     close: async () => {
       await service.close();
-      await embedder.close();
+      await Promise.all([embedder.close(), reranker?.close()]);
     },
   };
 }

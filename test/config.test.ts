@@ -18,6 +18,20 @@ describe('loadConfig: an encoder the user brings', () => {
   });
 });
 
+describe('loadConfig: a reranker the user brings', () => {
+  it('is off unless MEMORYPOOL_RERANKER_DIR (or --reranker-dir) names one; N 50 and weight 0.5 by default', () => {
+    expect(loadConfig({}, {}).rerankerDir).toBeUndefined();
+    expect(loadConfig({}, {})).toMatchObject({ rerankTop: 50, rerankWeight: 0.5 });
+    expect(loadConfig({ rerankerDir: '/models/flag' }, { MEMORYPOOL_RERANKER_DIR: '/models/env', MEMORYPOOL_RERANK_TOP: '20', MEMORYPOOL_RERANK_WEIGHT: '0.8' })).toMatchObject({
+      rerankerDir: '/models/flag',
+      rerankTop: 20,
+      rerankWeight: 0.8,
+    });
+    expect(() => loadConfig({}, { MEMORYPOOL_RERANK_WEIGHT: '2' })).toThrow(/MEMORYPOOL_RERANK_WEIGHT/);
+    expect(() => loadConfig({}, { MEMORYPOOL_RERANK_TOP: '0' })).toThrow(/MEMORYPOOL_RERANK_TOP/);
+  });
+});
+
 describe('loadConfig: server processes and encoder copies', () => {
   it('runs one process by default, and shares the cores out among the processes for the encoder copies', () => {
     const cores = os.availableParallelism();

@@ -27,6 +27,7 @@ interface GlobalOptions {
   queryPrefix?: string;
   documentPrefix?: string;
   denseWeight?: string;
+  rerankerDir?: string;
 }
 
 const program = new Command()
@@ -43,6 +44,7 @@ const program = new Command()
   .option('--query-prefix <text>', 'put before each search query, e.g. "query: " for e5 (env MEMORYPOOL_QUERY_PREFIX)')
   .option('--document-prefix <text>', 'put before each stored text, e.g. "passage: " for e5 (env MEMORYPOOL_DOCUMENT_PREFIX)')
   .option('--dense-weight <w>', 'dense share of the fused score, 0-1 (env MEMORYPOOL_DENSE_WEIGHT; default follows the encoder)')
+  .option('--reranker-dir <dir>', "a cross-encoder exported to ONNX: re-scores each search's best hits (env MEMORYPOOL_RERANKER_DIR; off when unset)")
   .showHelpAfterError();
 
 program
@@ -163,9 +165,11 @@ function withFilterFlags(command: Command, defaultLimit: number): Command {
     .option('--user <user_id>', 'owner (default "default"); repeat it for up to 16 users, merged', (value: string, users: string[] = []) => [...users, value]);
 }
 
-withFilterFlags(program.command('search').description('rank memories for a query').argument('<query>', 'what to look for'), 10).action(async (query: string, options: FilterOptions) => {
-  await runAction({ action: 'search', query, ...filterFields(options) });
-});
+withFilterFlags(program.command('search').description('rank memories for a query').argument('<query>', 'what to look for'), 10)
+  .option('--no-rerank', 'the fused ranking alone, without the reranker (--reranker-dir)')
+  .action(async (query: string, options: FilterOptions & { rerank?: boolean }) => {
+    await runAction({ action: 'search', query, ...filterFields(options), rerank: options.rerank === false ? false : undefined });
+  });
 
 withFilterFlags(program.command('list').description('list memories, newest first'), 20)
   .option('--cursor <cursor>', 'continue after the page that gave this next_cursor (answers {memories, next_cursor})')
@@ -309,6 +313,7 @@ function globalConfig(): Partial<ConfigInput> {
     queryPrefix: options.queryPrefix,
     documentPrefix: options.documentPrefix,
     denseWeight: options.denseWeight,
+    rerankerDir: options.rerankerDir,
   };
 }
 

@@ -62,8 +62,7 @@ export function isSentenceTransformerDir(modelDir: string): boolean {
 export function readLayout(options: SentenceTransformerOptions): SentenceTransformerLayout {
   const modelDir = path.resolve(options.modelDir);
   const missing = ['config.json', 'tokenizer.json'].filter((f) => !existsSync(path.join(modelDir, f)));
-  const wanted = options.precision === 'int8' ? [...QUANTIZED_FILES, FLOAT_FILE] : [FLOAT_FILE];
-  const modelFile = wanted.find((f) => existsSync(path.join(modelDir, f)));
+  const modelFile = onnxFileOf(modelDir, options.precision);
   if (!modelFile) missing.push(FLOAT_FILE);
   if (missing.length > 0 || !modelFile) throw createError('EMBEDDER_UNAVAILABLE', `The model in ${modelDir} is incomplete: ${missing.join(', ')} not found`);
   const config = readJson(path.join(modelDir, 'config.json')) as { hidden_size?: number; d_model?: number; max_position_embeddings?: number; _name_or_path?: string };
@@ -92,6 +91,12 @@ export function readLayout(options: SentenceTransformerOptions): SentenceTransfo
   return { modelDir, modelFile, dimensions: dimensions!, pooling, maxTokens: positiveInt('max_seq_length', maxTokens), modelId };
 }
 
+/** The ONNX file a transformers.js layout holds for this precision (`int8`: a quantized one when there is one), or undefined. */
+export function onnxFileOf(modelDir: string, precision: 'fp32' | 'int8' | undefined): string | undefined {
+  const wanted = precision === 'int8' ? [...QUANTIZED_FILES, FLOAT_FILE] : [FLOAT_FILE];
+  return wanted.find((f) => existsSync(path.join(modelDir, f)));
+}
+
 interface PoolingConfig {
   pooling_mode_cls_token?: boolean;
   pooling_mode_mean_tokens?: boolean;
@@ -113,7 +118,7 @@ function poolingOf(config: PoolingConfig, file: string): Pooling {
   return on[0]!;
 }
 
-interface Tokenizer {
+export interface Tokenizer {
   encode(text: string): number[];
   all_special_ids: number[];
   pad_token_id?: number;
@@ -171,18 +176,7 @@ export class SentenceTransformerEmbedder implements Embedder {
 
   private async loadModel(): Promise<Loaded> {
     const { modelDir, modelFile } = this.layout;
-    const tokenizerConfigFile = path.join(modelDir, 'tokenizer_config.json');
-    const tokenizerConfig = existsSync(tokenizerConfigFile) ? readJson(tokenizerConfigFile) : {};
-    // The tokenizers module alone: transformers.js's index also loads its image code (sharp).
-    const { AutoTokenizer } = await tokenizers();
-    const className = String((tokenizerConfig as { tokenizer_class?: string }).tokenizer_class ?? 'PreTrainedTokenizer').replace(/Fast$/, '');
-    const TokenizerClass = AutoTokenizer.TOKENIZER_CLASS_MAPPING[className] ?? AutoTokenizer.TOKENIZER_CLASS_MAPPING.PreTrainedTokenizer!;
-    let tokenizer: Tokenizer;
-    try {
-      tokenizer = new TokenizerClass(readJson(path.join(modelDir, 'tokenizer.json')), tokenizerConfig);
-    } catch (cause) {
-      throw createError('EMBEDDER_UNAVAILABLE', `${modelDir}/tokenizer.json could not be read: ${(cause as Error).message}`, { cause });
-    }
+    const tokenizer = await loadTokenizer<Tokenizer>(modelDir);
     const ort = await onnxRuntime();
     const session = await openSession(path.join(modelDir, modelFile), this.intraOpThreads, 'is it a sentence-transformers model exported to ONNX?');
     const missingInputs = ['input_ids', 'attention_mask'].filter((name) => !session.inputNames.includes(name));
@@ -242,30 +236,45 @@ function truncated(tokenizer: Tokenizer, ids: number[], maxTokens: number): numb
   return tokenizer.all_special_ids.includes(last) ? [...ids.slice(0, maxTokens - 1), last] : ids.slice(0, maxTokens);
 }
 
-function readJson(file: string): unknown {
+/** The folder's tokenizer (tokenizer.json, tokenizer_config.json) as transformers.js builds it; `code` is the error a failure reports. */
+export async function loadTokenizer<T>(modelDir: string, code: 'EMBEDDER_UNAVAILABLE' | 'RERANKER_UNAVAILABLE' = 'EMBEDDER_UNAVAILABLE'): Promise<T> {
+  const tokenizerConfigFile = path.join(modelDir, 'tokenizer_config.json');
+  const tokenizerConfig = existsSync(tokenizerConfigFile) ? readJson(tokenizerConfigFile, code) : {};
+  // The tokenizers module alone: transformers.js's index also loads its image code (sharp).
+  const { AutoTokenizer } = await tokenizers(code);
+  const className = String((tokenizerConfig as { tokenizer_class?: string }).tokenizer_class ?? 'PreTrainedTokenizer').replace(/Fast$/, '');
+  const TokenizerClass = AutoTokenizer.TOKENIZER_CLASS_MAPPING[className] ?? AutoTokenizer.TOKENIZER_CLASS_MAPPING.PreTrainedTokenizer!;
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as unknown;
+    return new TokenizerClass(readJson(path.join(modelDir, 'tokenizer.json'), code), tokenizerConfig) as T;
   } catch (cause) {
-    throw createError('EMBEDDER_UNAVAILABLE', `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
+    throw createError(code, `${modelDir}/tokenizer.json could not be read: ${(cause as Error).message}`, { cause });
   }
 }
 
-type TokenizersModule = { AutoTokenizer: { TOKENIZER_CLASS_MAPPING: Record<string, new (json: unknown, config: unknown) => Tokenizer> } };
+export function readJson(file: string, code: 'EMBEDDER_UNAVAILABLE' | 'RERANKER_UNAVAILABLE' = 'EMBEDDER_UNAVAILABLE'): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  } catch (cause) {
+    throw createError(code, `${file} is not valid JSON: ${(cause as Error).message}`, { cause });
+  }
+}
+
+type TokenizersModule = { AutoTokenizer: { TOKENIZER_CLASS_MAPPING: Record<string, new (json: unknown, config: unknown) => unknown> } };
 
 /**
  * transformers.js' tokenizers module alone: its index also loads its image code (sharp). It is an
  * optional peer dependency, needed only for a model the user brings (the built-in encoder has its
  * own tokenizer), so an app that never brings one does not install sharp and its install script.
  */
-async function tokenizers(): Promise<TokenizersModule> {
+async function tokenizers(code: 'EMBEDDER_UNAVAILABLE' | 'RERANKER_UNAVAILABLE'): Promise<TokenizersModule> {
   try {
     return (await import('@xenova/transformers/src/tokenizers.js' as string)) as TokenizersModule;
   } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code;
-    if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'MODULE_NOT_FOUND') throw cause;
+    const missing = (cause as NodeJS.ErrnoException).code;
+    if (missing !== 'ERR_MODULE_NOT_FOUND' && missing !== 'MODULE_NOT_FOUND') throw cause;
     throw createError(
-      'EMBEDDER_UNAVAILABLE',
-      'A model you bring (MEMORYPOOL_MODEL_DIR) is tokenized by @xenova/transformers, which is not installed: `npm install @xenova/transformers@2.17.2` in your app',
+      code,
+      'A model you bring (MEMORYPOOL_MODEL_DIR, MEMORYPOOL_RERANKER_DIR) is tokenized by @xenova/transformers, which is not installed: `npm install @xenova/transformers@2.17.2` in your app',
       { cause },
     );
   }

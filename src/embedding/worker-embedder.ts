@@ -128,7 +128,7 @@ let onnxRuntimeHeld = false;
  * self-register" and a restarted encoder thread could never encode again (measured: every call
  * 503 after one thread's death). Held here it stays registered for the process (~31 ms, once).
  */
-function holdOnnxRuntime(): void {
+export function holdOnnxRuntime(): void {
   if (onnxRuntimeHeld) return;
   onnxRuntimeHeld = true;
   createRequire(import.meta.url)('onnxruntime-node');
@@ -138,10 +138,10 @@ function holdOnnxRuntime(): void {
  * The compiled worker beside this file; when the sources run directly (tests, through tsx), a
  * bootstrap that registers tsx's loader in the worker and then imports the TypeScript worker.
  */
-function workerEntry(): { file: URL | string; eval: boolean } {
-  const compiled = new URL('./embedder-worker.js', import.meta.url);
+export function workerEntry(name = 'embedder-worker'): { file: URL | string; eval: boolean } {
+  const compiled = new URL(`./${name}.js`, import.meta.url);
   if (existsSync(fileURLToPath(compiled))) return { file: compiled, eval: false };
   const tsxApi = pathToFileURL(path.join(path.dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href;
-  const source = new URL('./embedder-worker.ts', import.meta.url).href;
+  const source = new URL(`./${name}.ts`, import.meta.url).href;
   return { file: `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); })`, eval: true };
 }

@@ -15,7 +15,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
   const asAction = (action: Action) => (request: FastifyRequest) =>
     runAction(service, action, { ...(request.query as object), ...(request.params as object) }, (userId) => authorizeUser(request, userId), 'http');
 
-  serveOperation(app, op.health, async () => ({ ok: true, service: 'memorypool', version: packageVersion(), count: await service.memoryCount() }));
+  serveOperation(app, op.health, async () => ({ ok: true, service: 'memorypool', version: packageVersion(), count: await service.healthCount() }));
 
   serveOperation(app, op.add, async (request) => {
     const input = parseOr400(addParamsSchema, request.body ?? {});

@@ -10,6 +10,7 @@ import { duplicateKey, hitContent, memoryTime, publicMemory } from './memory-rec
 import { boundSearchRequest } from './query-bounds.js';
 import { startSpan, type Span } from '../telemetry/tracing.js';
 import { planQuery, queryTexts, type SearchOverrides } from './query-plan.js';
+import { rankedLimit, rerankHits, reranks } from './rerank-hits.js';
 import type { ServiceContext } from './service-context.js';
 import type { ListRequest, SearchHit, SearchRequest } from './types.js';
 import type { UserState } from './user-state.js';
@@ -28,7 +29,8 @@ export async function searchMemories(service: ServiceContext, unbounded: SearchR
   const vectors = encoding.start();
   // What needs no vector (BM25, the cues, the candidates) is scored while the encoder runs.
   const prepared = prepareUser(service, request, state, overrides);
-  return rankUser(prepared, state, await vectorsFor(vectors, [prepared]));
+  const hits = rankUser(prepared, state, await vectorsFor(vectors, [prepared]), rankedLimit(service.rerank, request));
+  return reranks(service.rerank, request) ? rerankHits(service.rerank, request.query, hits, request.limit) : hits;
 }
 
 /**
@@ -45,10 +47,15 @@ export async function searchUsers(service: ServiceContext, userIds: readonly str
   const encoded = encoding.start();
   const prepared = states.map((state) => prepareUser(service, { ...request, userId: state.userId }, state, overrides));
   const vectors = await vectorsFor(encoded, prepared);
-  const merged = states
-    .flatMap((state, i) => rankUser(prepared[i]!, state, vectors))
-    .sort((a, b) => b.score - a.score || memoryTime(b.memory) - memoryTime(a.memory));
-  if (request.collapseDuplicates === false || overrides.collapseDuplicates === false) return merged.slice(0, request.limit);
+  const limit = rankedLimit(service.rerank, request);
+  const hits = mergeUsers(states.flatMap((state, i) => rankUser(prepared[i]!, state, vectors, limit)), request.collapseDuplicates !== false && overrides.collapseDuplicates !== false, limit);
+  return reranks(service.rerank, request) ? rerankHits(service.rerank, request.query, hits, request.limit) : hits;
+}
+
+/** The users' hits merged by score (the newer on ties), collapsing each distinct text into its best copy when asked, cut at `limit`. */
+function mergeUsers(hits: SearchHit[], collapse: boolean, limit: number): SearchHit[] {
+  const merged = hits.sort((a, b) => b.score - a.score || memoryTime(b.memory) - memoryTime(a.memory));
+  if (!collapse) return merged.slice(0, limit);
   const kept = new Map<string, SearchHit>();
   for (const hit of merged) {
     const key = duplicateKey(hit.memory.text);
@@ -56,7 +63,7 @@ export async function searchUsers(service: ServiceContext, userIds: readonly str
     if (first) first.duplicates = (first.duplicates ?? 0) + 1 + (hit.duplicates ?? 0);
     else kept.set(key, hit);
   }
-  return [...kept.values()].slice(0, request.limit);
+  return [...kept.values()].slice(0, limit);
 }
 
 /** The query's vectors, computed once, from the first `start()` on (a user with nothing stored costs no encoder time). */
@@ -109,13 +116,13 @@ async function vectorsFor(vectors: Promise<Float32Array[]>, prepared: readonly P
   }
 }
 
-/** One user's hits for the prepared request, its vectors given. */
-function rankUser(prepared: PreparedUser, state: UserState, vectors: Float32Array[]): SearchHit[] {
+/** One user's best `limit` hits for the prepared request, its vectors given. */
+function rankUser(prepared: PreparedUser, state: UserState, vectors: Float32Array[], limit: number): SearchHit[] {
   const { span } = prepared;
   const rankedAt = span.recording ? performance.now() : 0;
   const seen = span.recording ? { candidates: 0 } : undefined;
   // A write that lands while the vectors are computed is seen: `rank` redoes what it changed.
-  const ranked = state.corpus.rank(prepared.search, vectors, prepared.request.limit, seen);
+  const ranked = state.corpus.rank(prepared.search, vectors, limit, seen);
   const hits: SearchHit[] = [];
   for (const { seq, score, explanation, duplicates } of ranked) {
     const record = state.bySeq.get(seq);

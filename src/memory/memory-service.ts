@@ -13,6 +13,7 @@ import { exportRecords, exportUnits, importRecords, type ExportedUnit, type Port
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
 import type { SearchOverrides } from './query-plan.js';
+import type { RerankSettings } from './rerank-hits.js';
 import { getMemory, listMemories, memoryHistory, searchMemories, searchUsers } from './memory-reads.js';
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
@@ -21,7 +22,7 @@ import { listEntities, type EntitySummary } from './entity-reads.js';
 import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, listUsersPage, type ListPage } from './list-pages.js';
-import { sweepExpired } from './expiry-sweep.js';
+import { sweepExpired, type SweepCursor } from './expiry-sweep.js';
 import { MEMORY_TEXT, QUERY_TEXT, tracingEnabled, USER_ID, withSpan, type Attributes } from '../telemetry/tracing.js';
 import { ChangeFeed, type ChangesPage, type ChangesRequest } from './change-feed.js';
 import type { DeliveryTiming } from '../webhooks/hook-delivery.js';
@@ -42,6 +43,10 @@ import type {
 const INDEX_FLUSH_DELAY_MS = 2_000;
 /** How long after the start the background loading of users waits (ms): the first requests come first. */
 const WARM_UP_DELAY_MS = 1_000;
+/** How long a health probe waits for the pool's count before it takes the last one known (see healthCount). */
+const HEALTH_COUNT_WAIT_MS = 2_000;
+/** A pool of more users is not loaded in the background at the start (see warmUp). */
+const WARM_UP_MAX_USERS = 2_000;
 
 export interface MemoryServiceOptions {
   /** Where the memories live (chosen by src/open-service.ts: the JSONL data directory or PostgreSQL). */
@@ -51,6 +56,8 @@ export interface MemoryServiceOptions {
   /** Load every user at open (the server); the CLI loads only the users it touches. */
   preload?: boolean;
   weights?: Partial<RetrievalWeights>;
+  /** A reranker for the best hits of each Search (MEMORYPOOL_RERANKER_DIR; rerank-hits.ts). The service does not close it. */
+  rerank?: RerankSettings;
   /** Flush index caches this long after the last write (ms); 0 flushes only on close. */
   indexFlushDelayMs?: number;
   /** Estimated bytes the cached users may take; unset keeps every loaded user. */
@@ -95,6 +102,8 @@ export class MemoryService {
   /** Ends the background loading's current pause (on close). */
   private wakeWarmUp: (() => void) | null = null;
   private closing = false;
+  /** Where the expiry sweep's pass over the users not held here goes on from. */
+  private readonly sweepCursor: SweepCursor = { next: 0 };
 
   private constructor(options: MemoryServiceOptions) {
     this.embedder = options.embedder;
@@ -124,6 +133,7 @@ export class MemoryService {
       cache: this.cache,
       embedder: this.embedder,
       weights: this.weights,
+      rerank: options.rerank,
       existingUser: (userId) => this.existingUser(userId),
       underLock: (userId, task, options) => this.underLock(userId, task, options),
       embed: (texts, priority, key) => this.embed(texts, priority, key),
@@ -149,7 +159,8 @@ export class MemoryService {
   }
 
   /**
-   * Counts the pool and loads users (up to the cache budget), one at a time, after the first
+   * Counts the pool and loads users (up to the cache budget, and only in a pool of at most
+   * WARM_UP_MAX_USERS users), one at a time, after the first
    * requests have had the process to themselves: a request needs only its own user, and the
    * loads here would otherwise hold the event loop while it waits. Searches score exhaustively
    * until a user's index is complete.
@@ -159,6 +170,9 @@ export class MemoryService {
       await this.idleFor(WARM_UP_DELAY_MS);
       if (this.closing) return;
       await this.memoryCount();
+      // Past a few thousand users the ones loaded first would be a guess (and listing them reads
+      // every user's folder): a large pool loads each user on its first request instead.
+      if ((await this.store.countUsers()) > WARM_UP_MAX_USERS) return;
       for (const userId of await this.store.listUsers()) {
         await this.idleFor(0);
         if (this.closing || this.cache.full) return;
@@ -205,6 +219,23 @@ export class MemoryService {
     // Expired memories are counted nowhere else either: those of the users held here come off at
     // once; a user not held here drops its expired ones when the sweep deletes them (every minute).
     return Math.max(0, (await this.counting) - expiredHeld(this.context));
+  }
+
+  /**
+   * `memoryCount` for a health probe: when the count takes longer than HEALTH_COUNT_WAIT_MS (the
+   * one measure of every user of a data directory written before `sync/pool-figures.json`
+   * existed: minutes at 100,000 users), the last count known, so that the probe answers while the
+   * count goes on (0 until the first one completes).
+   */
+  async healthCount(): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), HEALTH_COUNT_WAIT_MS)));
+    try {
+      const counted = await Promise.race([this.memoryCount(), late]);
+      return counted ?? Math.max(0, this.total - expiredHeld(this.context));
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */
@@ -328,7 +359,7 @@ export class MemoryService {
 
   /** Deletes for good the memories that have expired (invisible already); returns how many went. */
   sweepExpired(): Promise<number> {
-    return this.track(() => sweepExpired(this.context));
+    return this.track(() => sweepExpired(this.context, this.sweepCursor));
   }
 
   /** Deletes every memory stored (ingested) before the cutoff; returns how many went. */

@@ -36,24 +36,26 @@ export function expiredHeld(service: ServiceContext): number {
 
 /**
  * Per-user figures without loading anyone: users this replica holds come from memory (brought
- * up to date), the others from the store's counts, so a pool larger than the cache can be
- * described without evicting what is cached.
+ * up to date), the others from the store's figures (`poolFigures`: kept between calls, only the
+ * users written since read again), so a pool larger than the cache can be described without
+ * evicting what is cached, or reading every user.
  */
 export async function poolStats(service: ServiceContext): Promise<PoolStats> {
   const perUser: PoolStats['per_user'] = [];
   let count = 0;
   const nowMs = service.now();
-  for (const userId of await service.store.listUsers()) {
+  for (const stored of await service.store.poolFigures(nowMs)) {
+    const { userId } = stored;
     const cached = service.cache.peek(userId) ? await service.existingUser(userId) : null;
     // Expired memories are not counted, as no other door shows them (the sweep deletes them later).
     const visible = cached ? [...cached.records.values()].filter((record) => !cached.expiring || service.visible(record, nowMs)) : [];
-    const figures = cached ? { count: visible.length, sessions: new Set(visible.map((record) => record.session_id).filter(Boolean)).size } : await service.store.userCounts(userId, nowMs);
+    const figures = cached ? { count: visible.length, sessions: new Set(visible.map((record) => record.session_id).filter(Boolean)).size } : { count: stored.count, sessions: stored.sessions };
     if (figures.count === 0) continue;
     count += figures.count;
     perUser.push({
       user_id: userId,
       ...figures,
-      bytes_on_disk: await service.store.storedBytes(userId),
+      bytes_on_disk: stored.bytes,
       cached: cached !== null,
       index: indexStats(cached, figures.count > service.weights.exhaustiveLimit),
     });

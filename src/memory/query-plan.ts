@@ -1,6 +1,8 @@
 import { analyze } from '../retrieval/analyzer.js';
 import { entityMentions } from '../retrieval/entities/entity-mentions.js';
 import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
+import { expandQuery } from '../retrieval/query-expansion.js';
+import { wordNet } from '../retrieval/lexicon/wordnet.js';
 import { addressedRole, asksAboutPerson, namedSpeaker } from '../retrieval/query-cues.js';
 import { namedPeriod } from '../retrieval/time-cues/named-period.js';
 import { isWhenQuestion } from '../retrieval/time-cues/when-question.js';
@@ -40,6 +42,7 @@ export function planQuery(
   const profile = request.profile === 'platform' ? PLATFORM_SEARCH_OVERRIDES : undefined;
   const weights = overrides.weights || profile ? resolveWeights({ ...defaults, ...profile, ...overrides.weights }) : defaults;
   const analysed: QueryText[] = texts.map((text) => ({ terms: analyze(text) }));
+  if (weights.expansionWeight > 0 || weights.hypernymWeight > 0) analysed[0] = expandQuery(texts[0]!, analysed[0]!, wordNet(), weights);
   const wantedTags = new Set(request.query.toLowerCase().match(/[\p{L}\p{N}_-]+/gu) ?? []);
   if (request.filter?.tag) wantedTags.add(request.filter.tag.toLowerCase());
   return {

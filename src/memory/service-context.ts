@@ -2,6 +2,7 @@ import type { MemoryFields } from '../domain/memory.js';
 import type { Embedder } from '../embedding/embedder.js';
 import type { RetrievalWeights } from '../retrieval/retrieval-config.js';
 import type { MemoryStore } from '../store/memory-store.js';
+import type { RerankSettings } from './rerank-hits.js';
 import type { UserCache } from './user-cache.js';
 import type { UserState } from './user-state.js';
 
@@ -21,6 +22,8 @@ export interface ServiceContext {
   readonly cache: UserCache;
   readonly embedder: Embedder;
   readonly weights: RetrievalWeights;
+  /** The reranker a Search's best hits go through, when one was brought (rerank-hits.ts). */
+  readonly rerank?: RerankSettings;
   /** The user as stored now, or null for one that has nothing stored. */
   existingUser(userId: string): Promise<UserState | null>;
   /** Runs a write under the user's lock, starting over if the cached user was retired meanwhile. */

@@ -73,6 +73,8 @@ export interface SearchRequest {
   collapseDuplicates?: boolean;
   /** Break each hit's score into its terms (`SearchHit.explanation`). */
   explain?: boolean;
+  /** False: no reranker, even when one is configured (the answer is then the fused ranking's, exactly). */
+  rerank?: boolean;
   /**
    * The door asking: `platform` (the evaluation platform's /search) applies
    * `PLATFORM_SEARCH_OVERRIDES` (no decay); absent, the MemoryPool protocol's weights.

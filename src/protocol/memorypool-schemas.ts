@@ -190,6 +190,13 @@ const explain = z
   .optional()
   .meta({ description: "Break each hit's score into the terms that made it (dense, BM25, boosts, multipliers)" });
 
+/** `rerank=false` in a query string, `"rerank": false` in JSON: the fused ranking alone, even with a reranker configured. */
+const rerank = z
+  .union([z.boolean(), z.enum(['true', 'false', '1', '0'])], { error: 'rerank must be true or false' })
+  .transform((value) => value === true || value === 'true' || value === '1')
+  .optional()
+  .meta({ description: 'false: answer the fused ranking alone, without the reranker the server may have (MEMORYPOOL_RERANKER_DIR); default true' });
+
 const text = nonBlank('text').max(MAX_TEXT_CHARS, { error: `text must be at most ${MAX_TEXT_CHARS} characters` });
 const tags = z
   .array(z.string({ error: 'tags must be an array of strings' }), { error: 'tags must be an array of strings' })
@@ -248,6 +255,7 @@ export const searchParamsSchema = z
     ...filterFields,
     limit,
     explain,
+    rerank,
     user_id: readUserId,
     user_ids: readUserIds,
   })
@@ -260,7 +268,7 @@ export const searchParamsSchema = z
     }
     const filter = toFilter(value, ctx);
     const users = readUsers(value, ctx);
-    return { query, filter, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, user_ids: users };
+    return { query, filter, limit: value.limit ?? DEFAULT_SEARCH_LIMIT, explain: value.explain ?? false, rerank: value.rerank ?? true, user_ids: users };
   });
 
 export const listParamsSchema = z

@@ -488,7 +488,7 @@ export const OPERATION_LIST: ReadonlyArray<Operation & { name: OperationName }> 
 export function searchHits(service: MemoryService, input: z.output<typeof searchParamsSchema>, checkUser: UserCheck): Promise<SearchHit[]> {
   // Every user named is checked before any is read: the 403 names the first the caller may not see.
   input.user_ids.forEach((userId) => checkUser(userId));
-  const request = { query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, collapseDuplicates: true };
+  const request = { query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, rerank: input.rerank, collapseDuplicates: true };
   return input.user_ids.length === 1 ? service.search({ ...request, userId: input.user_ids[0] }) : service.searchUsers(input.user_ids, request);
 }
 

@@ -28,6 +28,26 @@ interface QueryWeights {
 /** Below 1 by far more than the rounding of a sum of a few terms in another order: the pruning keeps a margin. */
 const SAFE = 1 - 1e-9;
 
+/**
+ * A query term's idf, times its weight when the query gives one (an expansion term counts less than
+ * the words the query said: query-expansion.ts); without one, the bits of the plain idf.
+ */
+function termIdf(documentCount: number, documentFrequency: number, weight: number | undefined): number {
+  const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+  return weight === undefined ? idf : idf * weight;
+}
+
+/**
+ * A term weighted below 1 (an expansion, not a word the query said) held by more than this share
+ * of the documents is left out: weighted down and common, it adds next to nothing to any score,
+ * yet walking its long posting list would cost as much as the rest of the query.
+ */
+export const EXPANSION_MAX_SHARE = 0.1;
+
+function skipsTerm(documentCount: number, documentFrequency: number, weight: number | undefined): boolean {
+  return weight !== undefined && weight < 1 && documentFrequency > EXPANSION_MAX_SHARE * documentCount;
+}
+
 export class Bm25Index {
   readonly k1: number;
   readonly b: number;
@@ -153,7 +173,7 @@ export class Bm25Index {
    * Calls `visit(key, termScore)` for every (distinct query term, matching document) pair, in
    * the order `score` sums them, so a caller can sum into its own typed array without a Map.
    */
-  forEachScore(queryTerms: readonly string[], visit: (key: number, termScore: number) => void): void {
+  forEachScore(queryTerms: readonly string[], visit: (key: number, termScore: number) => void, termWeights?: readonly number[]): void {
     const documentCount = this.slotByKey.size;
     if (documentCount === 0) return;
 
@@ -164,13 +184,14 @@ export class Bm25Index {
     const constantNorm = k1 * (1 - this.b);
 
     const seen = new Set<number>();
-    for (const term of queryTerms) {
-      const termId = this.termIdByTerm.get(term);
+    for (let q = 0; q < queryTerms.length; q++) {
+      const termId = this.termIdByTerm.get(queryTerms[q]!);
       if (termId === undefined || seen.has(termId)) continue;
       seen.add(termId);
       const postingList = this.postings[termId]!;
       const documentFrequency = postingList.length / 2;
-      const idf = Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5));
+      if (skipsTerm(documentCount, documentFrequency, termWeights?.[q])) continue;
+      const idf = termIdf(documentCount, documentFrequency, termWeights?.[q]);
       for (let i = 0; i < postingList.length; i += 2) {
         const slot = postingList[i]!;
         const frequency = postingList[i + 1]!;
@@ -185,9 +206,9 @@ export class Bm25Index {
    * same bits as summing its visits. The cost follows the keys' own terms, not the posting lists:
    * what a search of a few thousand candidates among a million documents needs.
    */
-  scoreKeys(queryTerms: readonly string[], keys: ArrayLike<number>): Float64Array {
+  scoreKeys(queryTerms: readonly string[], keys: ArrayLike<number>, termWeights?: readonly number[]): Float64Array {
     const scores = new Float64Array(keys.length);
-    const query = this.queryWeights(queryTerms);
+    const query = this.queryWeights(queryTerms, termWeights);
     if (query.termIds.length === 0) return scores;
     for (let i = 0; i < keys.length; i++) {
       const slot = this.slotByKey.get(keys[i]);
@@ -209,9 +230,9 @@ export class Bm25Index {
    * at a time). The documents that still can are scored exactly, in query order (`slotScore`),
    * and the best k kept with a bounded heap.
    */
-  topKeys(queryTerms: readonly string[], k: number, passes?: (key: number) => boolean): Array<{ key: number; score: number }> {
+  topKeys(queryTerms: readonly string[], k: number, passes?: (key: number) => boolean, termWeights?: readonly number[]): Array<{ key: number; score: number }> {
     if (this.slotByKey.size === 0 || k <= 0) return [];
-    const query = this.queryWeights(queryTerms);
+    const query = this.queryWeights(queryTerms, termWeights);
     const { termIds, idfs } = query;
     if (termIds.length === 0) return [];
     if (this.scoreScratch.length < this.slotKeys.length) this.scoreScratch = new Float64Array(Math.max(1024, this.slotKeys.length * 2));
@@ -286,18 +307,19 @@ export class Bm25Index {
   }
 
   /** The query's distinct known terms, in query order, with their idf, and the length normalisation as `forEachScore` computes it. */
-  private queryWeights(queryTerms: readonly string[]): QueryWeights {
+  private queryWeights(queryTerms: readonly string[], termWeights?: readonly number[]): QueryWeights {
     const documentCount = this.slotByKey.size;
     const averageLength = this.totalLength / documentCount || 1;
     const k1 = this.k1;
     const termIds: number[] = [];
     const idfs: number[] = [];
-    for (const term of queryTerms) {
-      const termId = this.termIdByTerm.get(term);
+    for (let q = 0; q < queryTerms.length; q++) {
+      const termId = this.termIdByTerm.get(queryTerms[q]!);
       if (termId === undefined || termIds.includes(termId)) continue;
       const documentFrequency = this.postings[termId]!.length / 2;
+      if (skipsTerm(documentCount, documentFrequency, termWeights?.[q])) continue;
       termIds.push(termId);
-      idfs.push(Math.log(1 + (documentCount - documentFrequency + 0.5) / (documentFrequency + 0.5)));
+      idfs.push(termIdf(documentCount, documentFrequency, termWeights?.[q]));
     }
     return { termIds, idfs, k1, lengthWeight: (k1 * this.b) / averageLength, constantNorm: k1 * (1 - this.b) };
   }

@@ -293,7 +293,8 @@ export type FusedParts = Record<FusedPartName, number>;
 
 /** One term of a fused score: added to the running score, or multiplying it. */
 export interface ScoreTerm {
-  term: FusedPartName;
+  /** A part of the fusion, or what a reranker's blend added after it (src/memory/rerank-hits.ts). */
+  term: FusedPartName | 'rerank_fused_share' | 'reranker';
   kind: 'add' | 'multiply';
   value: number;
 }

@@ -59,6 +59,13 @@ export interface RetrievalWeights {
    * of them); the entity's units also join a large user's candidates. 0 turns the cue off.
    */
   entityBoost: number;
+  /**
+   * Weight (an idf multiplier) of the WordNet synonyms and derivations of the query's content words
+   * in BM25 (query-expansion.ts); 0 = no expansion.
+   */
+  expansionWeight: number;
+  /** The same for their direct hypernyms ("dog" → "canine"). */
+  hypernymWeight: number;
   /** Importance multiplier span: the score is multiplied by 1 + importanceWeight × (importance − 0.5). */
   importanceWeight: number;
   /** Share of the score subject to time decay: multiplier = 1 − decayWeight + decayWeight × 0.5^(age / half-life). */
@@ -97,6 +104,8 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   disclosureBoost: 0.1,
   aboutPersonBoost: 0.05,
   entityBoost: 0,
+  expansionWeight: 0.1,
+  hypernymWeight: 0.1,
   importanceWeight: 0.2,
   decayWeight: 0.05,
   decayHalfLifeDays: 30,

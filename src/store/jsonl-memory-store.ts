@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../logger.js';
-import { sameFile, sameStamp, type FileStamp } from './jsonl/file-stamp.js';
+import { sameFile, sameStamp } from './jsonl/file-stamp.js';
 import { admitToHead, moveHead, newHead, type Head } from './jsonl/file-head.js';
 import type { LoadedUser } from './jsonl/load-records.js';
 import { UserQueue } from './jsonl/user-queue.js';
@@ -9,12 +9,10 @@ import type { MemoryVersion } from '../domain/memory.js';
 import { batchEvents, planBatch, type BatchPlan } from './batch-plan.js';
 import { JsonlWebhookState } from './jsonl/webhook-state-file.js';
 import { ChangeLog } from './jsonl/change-log.js';
-import type { AppendResult, BatchResult, BatchWrite, ChangeDraft, ChangeRead, MemoryStore, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
+import { PoolFigures } from './jsonl/pool-figures.js';
+import type { AppendResult, BatchResult, BatchWrite, ChangeDraft, ChangeRead, MemoryStore, PoolFigure, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
 import { decodeVectors, encodeVector, patchedRecord, versionOf, withoutWriteMarks, type RecordPatch, type StoredRecord } from './stored-record.js';
-
-/** Users whose files a count stats at once. */
-const COUNT_BATCH = 64;
 
 /**
  * The store contract over a JSONL data directory that any number of processes (servers, CLI
@@ -42,14 +40,18 @@ export class JsonlMemoryStore implements MemoryStore {
   private readonly queue = new UserQueue();
   readonly changes: ChangeLog;
   readonly webhooks: JsonlWebhookState;
-  /** Line counts of users whose head is not known (counted without parsing, for the pool's total), with the stamp counted. */
-  private readonly lineCounts = new Map<string, { stamp: FileStamp; count: number }>();
+  /** Every user's counts and bytes, kept by the change feed (pool-figures.ts). */
+  private readonly figures: PoolFigures;
   private clock = 0;
 
   constructor(dataDir: string, logger: Logger) {
     this.files = new JsonlStore(dataDir, logger);
     this.changes = new ChangeLog(this.files.syncDir, this.files.lockOwnersDir);
     this.webhooks = new JsonlWebhookState(this.files.syncDir);
+    this.figures = new PoolFigures(this.files.syncDir, this.changes, () => this.listUsers(), async (userId) => {
+      const [counts, usage] = await Promise.all([this.files.countSessions(userId), this.files.diskUsage(userId)]);
+      return { ...counts, bytes: Object.values(usage).reduce((sum, size) => sum + size, 0) };
+    });
   }
 
   get location(): string {
@@ -67,6 +69,7 @@ export class JsonlMemoryStore implements MemoryStore {
   async close(): Promise<void> {
     await this.queue.settled();
     await this.files.sidecarsSettled();
+    await this.figures.save().catch(() => undefined);
     this.changes.close();
   }
 
@@ -75,43 +78,29 @@ export class JsonlMemoryStore implements MemoryStore {
   }
 
   async countMemories(): Promise<number> {
-    return (await this.countsByUser()).reduce((sum, count) => sum + count, 0);
+    await this.figures.catchUp();
+    return this.figures.memories;
   }
 
   async countUsers(): Promise<number> {
-    return (await this.countsByUser()).filter((count) => count > 0).length;
+    await this.figures.catchUp();
+    return this.figures.users;
   }
 
-  /**
-   * Each user's memory count as of now: from its head, else its file's lines (counted again when
-   * the file changed). One asynchronous stat per user, a batch at a time: a pool of many users
-   * must not hold the event loop for a count.
-   */
-  private async countsByUser(): Promise<number[]> {
-    const users = await this.listUsers();
-    const counts: number[] = [];
-    for (let start = 0; start < users.length; start += COUNT_BATCH) {
-      counts.push(...(await Promise.all(users.slice(start, start + COUNT_BATCH).map((userId) => this.countOf(userId)))));
+  async poolFigures(nowMs: number): Promise<PoolFigure[]> {
+    await this.figures.catchUp();
+    const figures: PoolFigure[] = [];
+    for (const [userId, known] of this.figures.entries()) {
+      // Only a user whose file names an expiry is read again: its counts depend on the instant.
+      const counts = known.expiring ? await this.userCounts(userId, nowMs) : known;
+      if (counts.count > 0) figures.push({ userId, count: counts.count, sessions: counts.sessions, bytes: known.bytes });
     }
-    return counts;
+    return figures;
   }
 
-  private async countOf(userId: string): Promise<number> {
-    const stamp = await this.files.stamp(userId);
-    const head = this.heads.get(userId);
-    if (head && stamp && sameStamp(head.file, stamp)) return head.count;
-    if (head) return (await this.queue.run(userId, () => this.catchUp(userId, false)))?.count ?? 0;
-    if (!stamp) {
-      this.lineCounts.delete(userId);
-      return 0;
-    }
-    let known = this.lineCounts.get(userId);
-    if (!known || !sameStamp(known.stamp, stamp)) this.lineCounts.set(userId, (known = { stamp, count: await this.files.countRecords(userId) }));
-    return known.count;
-  }
-
-  userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
-    return this.queue.run(userId, () => this.files.countSessions(userId, nowMs));
+  async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+    const { count, sessions } = await this.queue.run(userId, () => this.files.countSessions(userId, nowMs));
+    return { count, sessions };
   }
 
   async storedBytes(userId: string): Promise<number> {
@@ -186,7 +175,6 @@ export class JsonlMemoryStore implements MemoryStore {
         // The file was not where the head left it (a writer outside the lock): read it again next time.
         this.heads.delete(userId);
       }
-      this.lineCounts.delete(userId);
       return { records: records.map(withoutWriteMarks), previousVersion, version };
     });
   }
@@ -209,7 +197,6 @@ export class JsonlMemoryStore implements MemoryStore {
       await this.files.deleteUser(userId);
       if (head) await this.changes.append([{ type: 'user_deleted', at: new Date().toISOString(), user_id: userId, memory_id: null, version: null }]);
       this.heads.delete(userId);
-      this.lineCounts.delete(userId);
       return loaded.records.length;
     });
   }

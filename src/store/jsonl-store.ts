@@ -102,7 +102,7 @@ export class JsonlStore implements IndexCacheFiles {
     return countRecords(this.layout, userId);
   }
 
-  countSessions(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+  countSessions(userId: string, nowMs?: number): Promise<{ count: number; sessions: number; expiring: boolean }> {
     return countSessions(this.layout, userId, nowMs);
   }
 

@@ -33,6 +33,12 @@ export interface MemoryStore {
   userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }>;
   /** Bytes the user's memories take in storage (files, or table rows). */
   storedBytes(userId: string): Promise<number>;
+  /**
+   * Every user with a memory stored as of `nowMs` (expired ones left out), sorted by id, with
+   * `userCounts` and `storedBytes` of each, at once and without loading anyone: what /mem/stats
+   * lists. Kept between calls, so a call reads only the users written since the last.
+   */
+  poolFigures(nowMs: number): Promise<PoolFigure[]>;
 
   /** A user's memories in stored order with their vectors; version 0 and no units for an unknown user. */
   load(userId: string): Promise<UserSnapshot>;
@@ -86,6 +92,13 @@ export interface MemoryStore {
   lastChangeSeq(): Promise<number>;
   /** Drops events older than the cutoff (the newest event always stays: the counter goes on from it); returns how many went. */
   pruneChanges(cutoffMs: number): Promise<number>;
+}
+
+export interface PoolFigure {
+  userId: string;
+  count: number;
+  sessions: number;
+  bytes: number;
 }
 
 export type ChangeType = 'added' | 'updated' | 'deleted' | 'expired' | 'user_deleted';

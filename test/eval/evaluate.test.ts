@@ -40,7 +40,7 @@ describe('evaluate (in-process, hash embedder)', () => {
     expect(results.dataset).toMatchObject({ users: 1, sessions: 2, turns: 12, adds: 2, questions: 4 });
     expect(results.ingest.units).toBe(12);
     const names = results.systems.map((s) => s.name);
-    expect(names).toEqual(['hybrid', 'no-collapse', 'bm25', 'dense', 'no-neighbours', 'no-context', 'no-speaker', 'no-disclosure', 'no-time-cues', 'no-catch-up', 'no-decay', 'with-decay', 'no-event-periods', 'no-question-penalty', 'no-importance', 'orama', 'lancedb']);
+    expect(names).toEqual(['hybrid', 'no-collapse', 'bm25', 'dense', 'no-neighbours', 'no-context', 'no-speaker', 'no-disclosure', 'no-time-cues', 'no-catch-up', 'no-decay', 'with-decay', 'no-event-periods', 'no-question-penalty', 'no-expansion', 'no-importance', 'orama', 'lancedb']);
     for (const system of results.systems) {
       expect(system.status, `${system.name}: ${system.error}`).toBe('ok');
       expect(system.headline?.questions).toBe(3);

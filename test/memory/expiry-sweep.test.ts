@@ -85,4 +85,20 @@ describe.each(TWO_SERVICES)('expiry (%s)', (_name, open) => {
     await a.sweepExpired();
     expect(await b.memoryCount()).toBe(2);
   });
+
+  it('sweeps a user this service does not hold without loading the users that have nothing expired', async () => {
+    const clock = testClock();
+    // No background loading: what the sweep loads is all b holds.
+    const [a, b] = await open({ clock: clock.now, preload: false });
+    await a.addMemory({ userId: 'brief', text: 'the parking spot is 12', ttlSeconds: 60 });
+    await a.addMemory({ userId: 'brief', text: 'the parking garage is on Elm street' });
+    for (const userId of ['calm-1', 'calm-2']) await a.addMemory({ userId, text: `${userId} likes tea` });
+    clock.advance(60_000);
+    expect(b.cacheStats().users).toBe(0);
+    expect(await b.sweepExpired()).toBe(1);
+    // Only the user with something to delete was loaded.
+    expect(b.cacheStats().users).toBe(1);
+    expect((await a.store.load('brief')).units.map((unit) => unit.record.text)).toEqual(['the parking garage is on Elm street']);
+    expect(await b.sweepExpired()).toBe(0);
+  });
 });

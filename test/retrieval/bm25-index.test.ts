@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Bm25Index, TopK } from '../../src/retrieval/bm25-index.js';
+import { Bm25Index, EXPANSION_MAX_SHARE, TopK } from '../../src/retrieval/bm25-index.js';
 
 /*
  * The hand-computed corpus: N = 3, avgdl = (2 + 3 + 1) / 3 = 2, k1 = 1.2, b = 0.75.
@@ -218,6 +218,40 @@ describe('Bm25Index top-k and per-key scoring (the path of users past the exhaus
         keys.forEach((key, i) => expect(scores[i]).toBe(full.get(key) ?? 0));
       }),
     );
+  });
+
+  it('weighs each query term by its weight: scaled by it, the same bits at weight 1, every path agreeing', () => {
+    // Thirty more documents keep c rare (1 of 33): an expansion held by many is left out (below).
+    const index = threeDocuments();
+    for (let key = 10; key < 40; key++) index.add(key, ['z']);
+    const plain = index.scoreKeys(['a', 'c'], [1, 2, 3]);
+    expect(index.scoreKeys(['a', 'c'], [1, 2, 3], [1, 1])).toEqual(plain);
+    const weighted = index.scoreKeys(['a', 'c'], [1, 2, 3], [1, 0.25]);
+    expect(weighted[0]).toBe(plain[0]);
+    expect(weighted[1]).toBeCloseTo(index.score(['a']).get(2)! + 0.25 * index.score(['c']).get(2)!, 12);
+    expect(weighted[2]).toBe(0);
+    const visited = new Map<number, number>();
+    index.forEachScore(['a', 'c'], (key, termScore) => visited.set(key, (visited.get(key) ?? 0) + termScore), [1, 0.25]);
+    expect(visited.get(2)).toBe(weighted[1]);
+    expect(index.topKeys(['a', 'c'], 2, undefined, [1, 0.25])).toEqual([
+      { key: 1, score: weighted[0] },
+      { key: 2, score: weighted[1] },
+    ].sort((x, y) => y.score - x.score));
+    // A repeated term keeps its first weight: an expansion never overrides a word the query said.
+    expect(index.scoreKeys(['c', 'c'], [2], [1, 0.1])[0]).toBe(index.scoreKeys(['c'], [2])[0]);
+  });
+
+  it('leaves out a weighted-down term held by more than EXPANSION_MAX_SHARE of the documents, on every path', () => {
+    const index = new Bm25Index();
+    for (let key = 0; key < 40; key++) index.add(key, key < 2 ? ['rare', 'x'] : key < 20 ? ['common', 'x'] : ['x']);
+    expect(EXPANSION_MAX_SHARE).toBeLessThan(18 / 40);
+    expect(index.scoreKeys(['common'], [5], [0.5])[0]).toBe(0);
+    expect(index.scoreKeys(['common'], [5], [1])[0]).toBeGreaterThan(0);
+    expect(index.scoreKeys(['rare'], [1], [0.5])[0]).toBeGreaterThan(0);
+    const visited: number[] = [];
+    index.forEachScore(['common', 'rare'], (key) => visited.push(key), [0.5, 0.5]);
+    expect(visited.sort((a, b) => a - b)).toEqual([0, 1]);
+    expect(index.topKeys(['common', 'rare'], 10, undefined, [0.5, 0.5]).map((hit) => hit.key).sort()).toEqual([0, 1]);
   });
 });
 

@@ -152,6 +152,27 @@ describe.each(implementations)('MemoryStore contract: %s', (_name, open) => {
     expect(await store.userCounts('nobody')).toEqual({ count: 0, sessions: 0 });
   });
 
+  it('lists every user\'s figures at once, as another store of the same data sees them after each kind of write', async () => {
+    const { store, reopen } = await open();
+    const reader = await reopen();
+    const figures = async (nowMs = Date.now()) => (await reader.poolFigures(nowMs)).map(({ userId, count, sessions }) => ({ userId, count, sessions }));
+    expect(await reader.poolFigures(Date.now())).toEqual([]);
+    const written = (await store.append('u', [draft('u', 'one', { sessionId: 'a' }), draft('u', 'two', { sessionId: 'b' })]))!;
+    await store.append('v', [draft('v', 'three')]);
+    expect(await figures()).toEqual([{ userId: 'u', count: 2, sessions: 2 }, { userId: 'v', count: 1, sessions: 1 }]);
+    expect((await reader.poolFigures(Date.now())).every((entry) => entry.bytes > 0)).toBe(true);
+    await store.remove('u', [written.records[0].id]);
+    await store.update('v', (await store.load('v')).units[0].record.id, { text: 'three again', updatedAt: new Date().toISOString() });
+    expect(await figures()).toEqual([{ userId: 'u', count: 1, sessions: 1 }, { userId: 'v', count: 1, sessions: 1 }]);
+    const soon = Date.parse('2030-01-01T00:00:00Z');
+    await store.append('w', [{ ...draft('w', 'brief'), record: { ...draft('w', 'brief').record, expires_at: new Date(soon).toISOString() } }, draft('w', 'lasting', { sessionId: 's2' })]);
+    expect(await figures(soon - 1)).toContainEqual({ userId: 'w', count: 2, sessions: 2 });
+    expect(await figures(soon)).toContainEqual({ userId: 'w', count: 1, sessions: 1 });
+    await store.deleteUser('u');
+    expect((await figures(soon)).map((entry) => entry.userId)).toEqual(['v', 'w']);
+    expect([await reader.countMemories(), await reader.countUsers()]).toEqual([3, 2]);
+  });
+
   it('purges memories stored before a cutoff and keeps the rest', async () => {
     const { store } = await open();
     await store.append('u', [draft('u', 'old', { createdAt: '2020-01-01T00:00:00.000Z' }), draft('u', 'new', { createdAt: '2030-01-01T00:00:00.000Z' })]);

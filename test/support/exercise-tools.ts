@@ -27,7 +27,7 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   }
   const recall = tools.find((tool) => tool.name === 'recall')!;
   expect(recall.inputSchema.required).toEqual(['query']);
-  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'entity', 'limit', 'explain', 'user_id', 'user_ids']);
+  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'entity', 'limit', 'explain', 'rerank', 'user_id', 'user_ids']);
   expect(tools.find((tool) => tool.name === 'update_memory')!.inputSchema.required).toEqual(['id']);
 
   const dog = await callJson(client, 'remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });

@@ -90,12 +90,12 @@ export async function writeTinyBert(dir: string, options: TinyBertOptions = {}):
   });
   await json('sentence_bert_config.json', { max_seq_length: options.maxSeqLength ?? 32, do_lower_case: false });
   await json('tokenizer_config.json', { tokenizer_class: 'BertTokenizer', do_lower_case: true, model_max_length: 512, cls_token: '[CLS]', sep_token: '[SEP]', pad_token: '[PAD]', unk_token: '[UNK]', mask_token: '[MASK]' });
-  await json('tokenizer.json', tokenizerJson());
+  await json('tokenizer.json', tinyBertTokenizerJson());
   return weights;
 }
 
 /** A BERT WordPiece tokenizer.json (uncased) as the tokenizers library writes it. */
-function tokenizerJson(): unknown {
+export function tinyBertTokenizerJson(): unknown {
   const special = (token: string) => ({ SpecialToken: { id: token, type_id: 0 } });
   return {
     version: '1.0',

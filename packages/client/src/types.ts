@@ -193,7 +193,7 @@ export interface DeletedCount {
 }
 
 /** `GET /mem/search`. */
-export type RecallParams = MemoryFilters & { query: string; explain?: boolean };
+export type RecallParams = MemoryFilters & { query: string; explain?: boolean; /** false: without the server's reranker, if it has one. */ rerank?: boolean };
 /** `GET /mem/list`. */
 export type ListParams = MemoryFilters;
 /** The user a call on one memory is about (default "default"). */

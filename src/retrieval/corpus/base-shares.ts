@@ -16,13 +16,13 @@ export function lexicalShares(text: QueryText, candidates: Int32Array, position:
     // posting lists (the same sums, see `scoreKeys`).
     const seqs = new Float64Array(candidates.length);
     for (let i = 0; i < candidates.length; i++) seqs[i] = layout.units[candidates[i]].seq;
-    lexical = index.scoreKeys(text.terms, seqs);
+    lexical = index.scoreKeys(text.terms, seqs, text.termWeights);
   } else if (weights.denseWeight < 1) {
     index.forEachScore(text.terms, (seq, termScore) => {
       const slot = layout.slotOfSeq.get(seq);
       const i = slot === undefined ? -1 : position(slot);
       if (i >= 0) lexical[i] += termScore;
-    });
+    }, text.termWeights);
   }
   const lexicalNorm = minMaxNormalize(lexical);
   for (let i = 0; i < lexical.length; i++) lexical[i] = (1 - weights.denseWeight) * lexicalNorm[i];

@@ -63,7 +63,7 @@ export function candidateSlots(
   for (const seq of graph.unindexed) if (!passes || passes(seq)) choose(seq);
   for (const seq of entityUnits) if (!passes || passes(seq)) choose(seq);
   [query.main, ...query.options].forEach((text, t) => {
-    for (const { key } of lexical.topKeys(text.terms, weights.candidatePool, passes)) choose(key);
+    for (const { key } of lexical.topKeys(text.terms, weights.candidatePool, passes, text.termWeights)) choose(key);
     for (const hit of graph.current!.search(vectors[t], weights.candidatePool, passes)) choose(hit.label);
   });
   const out = new Set(chosen);

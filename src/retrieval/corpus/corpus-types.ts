@@ -39,6 +39,11 @@ export interface CorpusUnit {
 /** A query text as analysed: its index terms. */
 export interface QueryText {
   terms: readonly string[];
+  /**
+   * Per term, how much it counts in BM25 (its idf's multiplier); absent: every term 1. The
+   * vocabulary's expansion terms follow the query's own at a lower weight (query-expansion.ts).
+   */
+  termWeights?: readonly number[];
 }
 
 /** A query made ready for scoring: its terms and its vector. */

@@ -15,10 +15,16 @@ const fdatasync = promisify(fdatasyncCallback);
 /** Lines one read looks at, at most: a scoped follower skipping other users' events still answers soon. */
 const SCAN_LIMIT = 20_000;
 
-interface FileId {
+export interface FileId {
   dev: number;
   ino: number;
   birth: number;
+}
+
+/** A reader's own place in the file: which file (null: none existed yet) and the bytes of whole lines read. */
+export interface ChangePlace {
+  id: FileId | null;
+  offset: number;
 }
 
 /** What this process knows of the file as a reader: how far it has read it, and where some seqs start. */
@@ -171,6 +177,43 @@ export class ChangeLog {
       return read.events.length < limit && looked < SCAN_LIMIT;
     });
     return read;
+  }
+
+  /**
+   * The events after a place in the file (`place.offset` bytes into the file `place.id` names)
+   * up to its last whole line, and the place they end: for a reader that keeps its own place
+   * (pool-figures.ts) and must not scan the whole file, as `read`'s index does once. Without a
+   * place, no events and the end of the file now. Null when the file is no longer that one (a
+   * prune replaced it) or is shorter than the place: the caller starts over.
+   */
+  async tail(place: ChangePlace | null): Promise<{ events: ChangeEvent[]; place: ChangePlace } | null> {
+    let stats: Awaited<ReturnType<typeof stat>>;
+    try {
+      stats = await stat(this.file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw storageError(error);
+      return place === null || place.offset === 0 ? { events: [], place: { id: null, offset: 0 } } : null;
+    }
+    const id = idOf(stats);
+    if (place === null) {
+      const handle = await open(this.file, 'r').catch((error: unknown) => {
+        throw storageError(error);
+      });
+      try {
+        return { events: [], place: { id, offset: readTail(handle.fd, stats.size).end } };
+      } finally {
+        await handle.close().catch(() => undefined);
+      }
+    }
+    if ((place.id !== null && !sameId(place.id, id)) || stats.size < place.offset) return null;
+    const events: ChangeEvent[] = [];
+    let offset = place.offset;
+    await scanLines(this.file, place.offset, stats.size, (line, _start, end) => {
+      events.push(JSON.parse(line) as ChangeEvent);
+      offset = end;
+      return true;
+    });
+    return { events, place: { id, offset } };
   }
 
   async lastSeq(): Promise<number> {

