@@ -113,6 +113,10 @@ class InProcessPool implements MemoryPool {
     return this.action('stats', params, options) as Promise<api.PoolStats>;
   }
 
+  entities(params: api.EntitiesParams = {}, options?: api.RequestOptions): Promise<api.EntitiesAnswer> {
+    return this.action('entities', params, options) as Promise<api.EntitiesAnswer>;
+  }
+
   webhooks(options?: api.RequestOptions): Promise<{ webhooks: WebhookStatus[] }> {
     return this.action('webhooks', {}, options) as Promise<{ webhooks: WebhookStatus[] }>;
   }

@@ -136,6 +136,7 @@ interface FilterOptions {
   tag?: string;
   agent?: string;
   run?: string;
+  entity?: string;
   where?: string;
   meta?: string[];
   since?: string;
@@ -146,7 +147,7 @@ interface FilterOptions {
 
 /** The filter flags as the API's fields; metadata values as text, matched as the type each memory stored. */
 function filterFields(options: FilterOptions): Record<string, unknown> {
-  return { tag: options.tag, agent_id: options.agent, run_id: options.run, where: options.where === undefined ? undefined : whereJson(options.where), filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user?.length === 1 ? options.user[0] : options.user };
+  return { tag: options.tag, entity: options.entity, agent_id: options.agent, run_id: options.run, where: options.where === undefined ? undefined : whereJson(options.where), filter: options.meta === undefined ? undefined : metaPairs(options.meta, false), since: options.since, until: options.until, limit: options.limit, user_id: options.user?.length === 1 ? options.user[0] : options.user };
 }
 
 /** The flags search and list share: what to consider, how many, whose. */
@@ -155,6 +156,7 @@ function withFilterFlags(command: Command, defaultLimit: number): Command {
     .option('--tag <tag>', 'only memories with this tag')
     .option('--agent <agent_id>', 'only memories of this agent')
     .option('--run <run_id>', 'only memories of this run')
+    .option('--entity <name>', 'only memories mentioning this entity (any case; see the entities command)')
     .option('--where <json>', 'a filter expression, e.g. \'{"$or": [{"agent_id": "a"}, {"importance": {"$gte": 0.8}}]}\'')
     .option(...META_FILTER_FLAG, collectMeta)
     .option(...SINCE_FLAG)
@@ -246,6 +248,15 @@ program
   .option('--user <user_id>', 'only this user')
   .action(async (options: { user?: string }) => {
     await runAction({ action: 'stats', user_id: options.user });
+  });
+
+program
+  .command('entities')
+  .description("who and what a user's memories mention, the most mentioned first")
+  .option('--limit <n>', 'how many (default 100)')
+  .option('--user <user_id>', 'owner (default "default")')
+  .action(async (options: { limit?: string; user?: string }) => {
+    await runAction({ action: 'entities', limit: options.limit, user_id: options.user });
   });
 
 program

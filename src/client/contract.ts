@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type * as client from 'memorypool-client';
 import type { invokePayloadSchema } from '../protocol/invoke.js';
-import type { addParamsSchema, batchAddSchema, batchDeleteSchema, batchUpdateSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
+import type { addParamsSchema, batchAddSchema, batchDeleteSchema, batchUpdateSchema, entitiesParamsSchema, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import type { addRequestSchema, searchRequestSchema } from '../protocol/platform.js';
 import type * as answers from '../protocol/response-schemas.js';
 import type * as changeAnswers from '../protocol/change-schemas.js';
@@ -36,7 +36,9 @@ export type ClientContract = [
   Holds<Same<client.AddParams, Omit<z.input<typeof addRequestSchema>, 'request_id'> & { request_id?: string }>>,
   Holds<Same<client.SearchParams, z.input<typeof searchRequestSchema>>>,
   Holds<Same<client.RememberParams, z.input<typeof addParamsSchema>>>,
-  Holds<Same<client.MemoryFilters, Pick<z.input<typeof listParamsSchema>, 'tag' | 'agent_id' | 'run_id' | 'filter' | 'since' | 'until' | 'user_id' | 'user_ids'> & { limit?: number }>>,
+  Holds<Same<client.EntitiesParams, Omit<z.input<typeof entitiesParamsSchema>, 'limit'> & { limit?: number }>>,
+  Holds<Same<client.EntitiesAnswer, z.infer<typeof answers.entitiesAnswerSchema>>>,
+  Holds<Same<client.MemoryFilters, Pick<z.input<typeof listParamsSchema>, 'tag' | 'entity' | 'agent_id' | 'run_id' | 'filter' | 'since' | 'until' | 'user_id' | 'user_ids'> & { limit?: number }>>,
   Holds<Same<client.UserScope, Omit<z.input<typeof idParamsSchema>, 'id'>>>,
   Holds<Same<client.StatsParams, z.input<typeof userScopeSchema>>>,
   Holds<Same<client.UpdateParams, z.input<typeof updateBodySchema>>>,

@@ -95,4 +95,6 @@ export interface MemoryFilter {
   runId?: string;
   /** A validated filter expression (src/domain/where.ts), ANDed with the rest. */
   where?: WhereNode;
+  /** Only memories mentioning this entity, any case (the user's entity index: src/retrieval/entities/). */
+  entity?: string;
 }

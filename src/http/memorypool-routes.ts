@@ -41,6 +41,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
     return page.memories;
   });
   serveOperation(app, op.stats, asAction('stats'));
+  serveOperation(app, op.entities, asAction('entities'));
   serveOperation(app, op.changes, asAction('changes'));
   serveOperation(app, op.webhooks, asAction('webhooks'));
 

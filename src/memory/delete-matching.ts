@@ -1,5 +1,6 @@
 import type { MemoryFilter } from '../domain/memory.js';
 import { removeChosen } from './memory-edits.js';
+import { entityCondition } from './entity-reads.js';
 import { matchesFilter } from './filter-match.js';
 import type { ServiceContext } from './service-context.js';
 import type { UserState } from './user-state.js';
@@ -18,7 +19,8 @@ export async function deleteMatching(service: ServiceContext, userId: string, fi
 
 function matching(service: ServiceContext, state: UserState, filter: MemoryFilter): string[] {
   const nowMs = service.now();
+  const mentions = entityCondition(state, filter);
   const ids: string[] = [];
-  for (const record of state.records.values()) if (service.visible(record, nowMs) && matchesFilter(record, filter)) ids.push(record.id);
+  for (const record of state.records.values()) if (service.visible(record, nowMs) && (!mentions || mentions(record.seq)) && matchesFilter(record, filter)) ids.push(record.id);
   return ids;
 }

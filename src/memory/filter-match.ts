@@ -26,6 +26,7 @@ export function filterTest(filter: MemoryFilter): FilterTest {
   return test;
 }
 
+/** `entity` is no condition on the record alone: it reads the user's entity index (`entityCondition`, entity-reads.ts). */
 function compile(filter: MemoryFilter): FilterTest {
   const tests: FilterTest[] = [];
   const { tag, agentId, runId, sinceMs, untilMs, metadata, where } = filter;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Memory, MemoryFilter } from '../domain/memory.js';
 import { createError } from '../errors.js';
+import { entityCondition } from './entity-reads.js';
 import { matchesFilter } from './filter-match.js';
 import { memoryTime, publicMemory } from './memory-records.js';
 import type { ServiceContext } from './service-context.js';
@@ -79,10 +80,11 @@ async function userPage(
   const ceiling = state.nextSeq;
   const seqs = newestFirst(state);
   const nowMs = service.now();
+  const mentions = entityCondition(state, filter);
   const memories: Array<{ memory: Memory; seq: number }> = [];
   for (let i = firstBelow(seqs, afterSeq); i < seqs.length; i++) {
     const record = state.bySeq.get(seqs[i]);
-    if (!record || !service.visible(record, nowMs) || (filter && !matchesFilter(record, filter))) continue;
+    if (!record || !service.visible(record, nowMs) || (mentions && !mentions(record.seq)) || (filter && !matchesFilter(record, filter))) continue;
     // One match past a full page: only then is there a next page to name.
     if (memories.length === limit) return { memories, more: true, ceiling };
     memories.push({ memory: publicMemory(record), seq: record.seq });

@@ -4,6 +4,7 @@ import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { PreparedSearch } from '../retrieval/corpus/user-corpus.js';
 import { versionOf, type StoredRecord } from '../store/stored-record.js';
 import { listPage } from './list-pages.js';
+import { entityCondition } from './entity-reads.js';
 import { filterTest, timeWindowOnly } from './filter-match.js';
 import { duplicateKey, hitContent, memoryTime, publicMemory } from './memory-records.js';
 import { boundSearchRequest } from './query-bounds.js';
@@ -180,7 +181,9 @@ function recordFilter(service: ServiceContext, state: UserState, filter: MemoryF
   if (unfiltered && !state.expiring) return undefined;
   const matches = unfiltered ? null : filterTest(filter);
   const window = unfiltered ? null : timeWindowOnly(filter);
+  const mentions = entityCondition(state, filter);
   return (unit) => {
+    if (mentions && !mentions(unit.seq)) return false;
     // A time window alone needs only the unit's time, unless a memory may have expired.
     if (window !== null && state.expiring === 0) return window(unit.timeMs);
     const record = state.bySeq.get(unit.seq);

@@ -1,5 +1,6 @@
 import { lexicalText, standaloneContent, type UnitText } from '../ingest/message-units.js';
 import { analyze } from '../retrieval/analyzer.js';
+import { entityMentions, type EntityMention } from '../retrieval/entities/entity-mentions.js';
 import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
 import { eventPeriod } from '../retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
@@ -71,7 +72,31 @@ export function corpusUnit(record: StoredRecord, vector: Float32Array | null, st
     isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
     firstPerson: speaksOfSelf(record.text),
     textKey: shared(strings, duplicateKey(record.text)),
+    entities: unitEntities(record, strings),
   };
+}
+
+const NO_ENTITIES: readonly EntityMention[] = Object.freeze([]);
+
+/**
+ * Mentions equal in key, kind and confidence, kept once per load (a user's turns name the same
+ * few people again and again): keyed by the load's shared strings, so that it goes with them.
+ */
+const sharedMentions = new WeakMap<SharedStrings, Map<string, EntityMention>>();
+
+/** The record's entity mentions; at a load, each one shared with the user's other units. */
+function unitEntities(record: StoredRecord, strings: SharedStrings | undefined): readonly EntityMention[] {
+  const mentions = entityMentions(record.text, record.role);
+  if (mentions.length === 0) return NO_ENTITIES;
+  if (!strings) return mentions;
+  let known = sharedMentions.get(strings);
+  if (!known) sharedMentions.set(strings, (known = new Map()));
+  return mentions.map((mention) => {
+    const id = `${mention.kind}${mention.confident ? '+' : '?'}${mention.key}`;
+    let kept = known.get(id);
+    if (!kept) known.set(id, (kept = Object.freeze({ ...mention, key: shared(strings, mention.key), surface: shared(strings, mention.surface) })));
+    return kept;
+  });
 }
 
 /** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */

@@ -18,6 +18,7 @@ import { getMemory, listMemories, memoryHistory, searchMemories, searchUsers } f
 import { addMemory, deleteMemory, purgeOlderThan, updateMemory } from './memory-edits.js';
 import type { Memory, MemoryFilter, MemoryVersion } from '../domain/memory.js';
 import { deleteMatching } from './delete-matching.js';
+import { listEntities, type EntitySummary } from './entity-reads.js';
 import { writeBatch } from './batch-writes.js';
 import { isExpired } from '../domain/scope.js';
 import { listPage, listUsersPage, type ListPage } from './list-pages.js';
@@ -298,6 +299,11 @@ export class MemoryService {
   /** A new version of a memory (see memory-edits.ts). */
   updateMemory(input: MemoryUpdate): Promise<Memory> {
     return this.operation('update', input.userId, () => this.track(() => updateMemory(this.context, input)), () => ({ [MEMORY_TEXT]: input.text }));
+  }
+
+  /** The user's entities, the most mentioned first, at most `limit` (see entity-reads.ts). */
+  entities(userId: string, limit: number): Promise<EntitySummary[]> {
+    return this.operation('entities', userId, () => listEntities(this.context, userId, limit));
   }
 
   /** Every version of a memory, oldest first, the current one last. */

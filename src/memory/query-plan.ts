@@ -1,4 +1,5 @@
 import { analyze } from '../retrieval/analyzer.js';
+import { entityMentions } from '../retrieval/entities/entity-mentions.js';
 import { PLATFORM_SEARCH_OVERRIDES, resolveWeights, type RetrievalWeights } from '../retrieval/retrieval-config.js';
 import { expandQuery } from '../retrieval/query-expansion.js';
 import { wordNet } from '../retrieval/lexicon/wordnet.js';
@@ -54,6 +55,8 @@ export function planQuery(
       wantedTags,
       whenQuestion: isWhenQuestion(request.query),
       aboutPerson: asksAboutPerson(request.query),
+      // Only when the cue weighs something: the query's names cost nothing otherwise.
+      entities: weights.entityBoost !== 0 ? entityMentions(request.query).map((mention) => mention.key) : undefined,
       period: namedPeriod(request.query, new Date(corpus.newestTimeMs)),
       collapseDuplicates: overrides.collapseDuplicates ?? request.collapseDuplicates === true,
       explain: request.explain === true,

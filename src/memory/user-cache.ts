@@ -13,8 +13,12 @@ import { admitUnits, dropUnits, emptyUserState, type UserState } from './user-st
  * budget hold 53 MiB of users. Users loaded whole share strings and one vector slab (3.9 KB a
  * unit at 20,000 units), so for them the estimate errs on the safe side.
  */
-/** Bytes a unit costs beyond its text and vector: record, corpus unit, links, map entries, postings. */
-const UNIT_OVERHEAD_BYTES = 2_300;
+/**
+ * Bytes a unit costs beyond its text and vector: record, corpus unit, links, map entries, postings,
+ * and (550 of them) its entity mentions and entity index entries: 66.3 → 73.2 MB live for 300
+ * users of 40 LoCoMo turns with the entity index (`bench/cache-footprint.ts --users 300 --memories 40`).
+ */
+const UNIT_OVERHEAD_BYTES = 2_850;
 /** Bytes a cached user costs with no memories at all (its state, corpus, maps, lock). */
 const USER_OVERHEAD_BYTES = 14_000;
 /** Bytes per HNSW entry beyond its vector copy (graph links at M = 16). */

@@ -13,6 +13,9 @@ import { parseInstant } from './instant.js';
 export const DEFAULT_USER = 'default';
 export const DEFAULT_SEARCH_LIMIT = 10;
 export const DEFAULT_LIST_LIMIT = 20;
+export const DEFAULT_ENTITIES_LIMIT = 100;
+/** An entity as the `entity` filter takes it, in characters. */
+export const MAX_ENTITY_CHARS = 200;
 export const MAX_LIMIT = 1000;
 /** A memory's text, in characters: the platform's per-message bound, for the same reason. */
 export const MAX_TEXT_CHARS = MAX_MESSAGE_CHARS;
@@ -137,9 +140,13 @@ const filterFields = {
     .meta({ description: 'Metadata that must match exactly, key → value (several keys: all of them); in a query string, meta.<key>=<value>' }),
   since: instant('since'),
   until: instant('until'),
+  entity: nonBlank('entity')
+    .max(MAX_ENTITY_CHARS, { error: `entity must be at most ${MAX_ENTITY_CHARS} characters` })
+    .optional()
+    .meta({ description: 'Only memories mentioning this entity (a name GET /mem/entities lists; any case, a possessive ignored)' }),
 };
 
-type FilterInput = { tag?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number; agent_id?: string; run_id?: string; where?: unknown } & Record<string, unknown>;
+type FilterInput = { tag?: string; entity?: string; filter?: Record<string, string | number | boolean>; since?: number; until?: number; agent_id?: string; run_id?: string; where?: unknown } & Record<string, unknown>;
 
 /** The filter of a search or list, `meta.<key>` parameters included; undefined when nothing is asked. */
 function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | undefined | typeof z.NEVER {
@@ -169,6 +176,7 @@ function toFilter(value: FilterInput, ctx: z.RefinementCtx): MemoryFilter | unde
   if (value.agent_id !== undefined) filter.agentId = value.agent_id;
   if (value.run_id !== undefined) filter.runId = value.run_id;
   if (value.tag !== undefined) filter.tag = value.tag;
+  if (value.entity !== undefined) filter.entity = value.entity;
   if (Object.keys(wanted).length > 0) filter.metadata = wanted;
   if (value.since !== undefined) filter.sinceMs = value.since;
   if (value.until !== undefined) filter.untilMs = value.until;
@@ -308,6 +316,9 @@ export const getParamsSchema = idParamsSchema.extend({
 });
 
 export const userScopeSchema = z.object({ user_id: userId });
+
+/** GET /mem/entities: whose, and how many (the most mentioned first). */
+export const entitiesParamsSchema = z.object({ user_id: userId, limit: limit.meta({ description: `How many entities, the most mentioned first (default ${DEFAULT_ENTITIES_LIMIT}, capped at ${MAX_LIMIT})` }) });
 
 export type AddParams = z.infer<typeof addParamsSchema>;
 

@@ -7,7 +7,9 @@ import {
   addParamsSchema,
   batchParamsSchema,
   DEFAULT_USER,
+  DEFAULT_ENTITIES_LIMIT,
   deleteWhereParamsSchema,
+  entitiesParamsSchema,
   getParamsSchema,
   idParamsSchema,
   listParamsSchema,
@@ -25,6 +27,7 @@ import {
   deletedCountSchema,
   deletedSchema,
   deletedUserSchema,
+  entitiesAnswerSchema,
   healthSchema,
   historySchema,
   listPageSchema,
@@ -373,6 +376,26 @@ export const OPERATION_TABLE = {
       return poolStats(service, checkUser, input.user_id);
     }),
     mcp: { tool: 'memory_stats', description: 'How much is stored: memories and users in the pool, per user counts, disk use and index state.' },
+  },
+  entities: {
+    method: 'GET',
+    path: '/mem/entities',
+    tag: 'MemoryPool',
+    summary: "The user's entities: who and what its memories mention",
+    description:
+      'People, titles and names the memories mention (capitalised names and runs of them, quoted titles, the speakers of conversations), each with how many memories mention it and when last, the most mentioned first. Pass one as `entity` to /mem/search or /mem/list for everything about it; matching ignores case and a possessive ("melanie\'s" is Melanie).',
+    request: { query: entitiesParamsSchema, examples: { user: { user_id: 'conv-1', limit: '20' } } },
+    answer: { status: 200, description: 'The entities, the most mentioned first', schema: entitiesAnswerSchema },
+    errors: ['INVALID_PARAMETER'],
+    client: 'entities',
+    action: action(entitiesParamsSchema, async (service, input, { checkUser }) => ({
+      entities: await service.entities(checkedUser(input.user_id, checkUser), input.limit ?? DEFAULT_ENTITIES_LIMIT),
+    })),
+    mcp: {
+      tool: 'list_entities',
+      description:
+        'Who and what the stored memories mention (people, titles, names), each with how many memories mention it and when last, the most mentioned first. Then recall or list_memories with entity set gives everything about one of them.',
+    },
   },
   changes: {
     method: 'GET',

@@ -105,6 +105,18 @@ export const poolStatsSchema = z
     ),
   });
 
+/** GET /mem/entities: the user's entities, the most mentioned first. */
+export const entitiesAnswerSchema = z.object({
+  entities: z.array(
+    z.object({
+      entity: z.string().meta({ description: 'As first written; the `entity` filter takes it in any case' }),
+      kind: z.enum(['person', 'title', 'name']).meta({ description: 'person: a speaker of the conversations; title: a quoted title; name: any other capitalised name' }),
+      count: z.number().int().meta({ description: 'Memories mentioning it (a speaker: also those the speaker said)' }),
+      last_seen: isoTime.nullable().meta({ description: 'The newest of their times (occurred_at, else created_at)' }),
+    }),
+  ),
+});
+
 /** `version`: the package's, so a client or a load balancer can tell which build answers. */
 export const healthSchema = z.object({ ok: z.literal(true), service: z.literal('memorypool'), version: z.string(), count: z.number().int() });
 export const deletedSchema = z.object({ deleted: z.string() });

@@ -90,6 +90,12 @@ export class Bm25Index {
     return this.slotByKey.size;
   }
 
+  /** How many documents hold the term. */
+  documentFrequency(term: string): number {
+    const termId = this.termIdByTerm.get(term);
+    return termId === undefined ? 0 : this.postings[termId]!.length / 2;
+  }
+
   has(key: number): boolean {
     return this.slotByKey.has(key);
   }

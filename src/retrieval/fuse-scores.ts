@@ -6,7 +6,8 @@
  *              + optionWeight · max over options of the same base for the option's text
  *   score(u) = ( base(u) + neighbourWeight · max(base(prev), base(next))
  *                + speaker, tag, time-cue (with catch-up), period and event-period boosts − question-turn penalty
- *                + disclosure cue: the queried speaker's first-person turns )
+ *                + disclosure cue: the queried speaker's first-person turns
+ *                + entity cue: the specificity of each queried entity the unit mentions )
  *              · importanceMultiplier · decayMultiplier
  *
  * The parts, in the order they apply, are one list: `FUSED_PARTS` (the end of this file).
@@ -130,6 +131,24 @@ export function instantCoincidence(timeMs: number, period: TimePeriod, sharpness
   return periodSpecificity(period.endMs - period.startMs, sharpness);
 }
 
+/**
+ * How specific an entity is among the user's units, in [0, 1]: log(N / units mentioning it) / log N,
+ * an idf scaled so that a name one unit mentions is 1 and one every unit mentions is 0. A rare name
+ * says far more about which turn answers than a speaker half the turns are by.
+ */
+export function entitySpecificity(mentioning: number, units: number): number {
+  if (units <= 1 || mentioning <= 0) return 1;
+  return Math.max(0, Math.min(1, Math.log(units / mentioning) / Math.log(units)));
+}
+
+/** The sum of the specificities (`entityWeights`, by entity key) of the query's entities the unit mentions, times the boost. */
+export function entityCue(mentions: readonly { readonly key: string }[], entityWeights: ReadonlyMap<string, number>, boost: number): number {
+  if (mentions.length === 0) return 0;
+  let sum = 0;
+  for (const { key } of mentions) sum += entityWeights.get(key) ?? 0;
+  return sum * boost;
+}
+
 /** Number of wanted tags (lowercase) the unit carries exactly, times the boost. */
 export function tagBoost(unitTags: readonly string[], wantedTags: ReadonlySet<string>, boost: number): number {
   if (wantedTags.size === 0 || unitTags.length === 0) return 0;
@@ -148,6 +167,8 @@ export interface CueUnit {
   readonly eventPeriod: TimePeriod | null;
   readonly isQuestion: boolean;
   readonly firstPerson: boolean;
+  /** The entities the unit mentions (`CorpusUnit.entities`). */
+  readonly entities: readonly { readonly key: string }[];
 }
 
 /** The query's cues as the parts read them, derived once per search (`cueQuery`). */
@@ -162,6 +183,8 @@ export interface CueQuery {
   readonly queried: string | null;
   /** Decay counts a unit's age from here: the user's newest unit. */
   readonly newestTimeMs: number;
+  /** The query's known entities and their specificity (`entitySpecificity`); empty while `entityBoost` is 0. */
+  readonly entityWeights: ReadonlyMap<string, number>;
 }
 
 /**
@@ -239,6 +262,12 @@ export const FUSED_PARTS = [
     kind: 'add',
     applies: (query) => Boolean(query.queried),
     value: (unit, _catchUp, query, weights) => disclosureCue(unit.speaker === query.queried, unit.firstPerson, query.aboutPerson, weights),
+  },
+  {
+    name: 'entity',
+    kind: 'add',
+    applies: (query) => query.entityWeights.size > 0,
+    value: (unit, _catchUp, query, weights) => entityCue(unit.entities, query.entityWeights, weights.entityBoost),
   },
   {
     name: 'importance',

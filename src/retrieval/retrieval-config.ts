@@ -54,6 +54,12 @@ export interface RetrievalWeights {
    */
   aboutPersonBoost: number;
   /**
+   * Added to a unit per entity of the query it mentions, times the entity's specificity among the
+   * user's units (`entitySpecificity`: 1 for a name one unit mentions, near 0 for a speaker of half
+   * of them); the entity's units also join a large user's candidates. 0 turns the cue off.
+   */
+  entityBoost: number;
+  /**
    * Weight (an idf multiplier) of the WordNet synonyms and derivations of the query's content words
    * in BM25 (query-expansion.ts); 0 = no expansion.
    */
@@ -97,6 +103,7 @@ export const DEFAULT_RETRIEVAL_WEIGHTS: Readonly<RetrievalWeights> = Object.free
   questionTurnPenalty: 0.15,
   disclosureBoost: 0.1,
   aboutPersonBoost: 0.05,
+  entityBoost: 0,
   expansionWeight: 0.1,
   hypernymWeight: 0.1,
   importanceWeight: 0.2,

@@ -7,7 +7,7 @@ describe('memorypool CLI', () => {
     const dataDir = await tempDir();
     const help = await run(dataDir, ['--help']);
     expect(help.code).toBe(0);
-    for (const command of ['serve', 'add', 'update', 'history', 'search', 'list', 'get', 'delete', 'stats', 'delete-user', 'invoke']) expect(help.stdout).toContain(command);
+    for (const command of ['serve', 'add', 'update', 'history', 'search', 'list', 'get', 'delete', 'stats', 'entities', 'delete-user', 'invoke']) expect(help.stdout).toContain(command);
     const addHelp = await run(dataDir, ['add', '--help']);
     expect(addHelp.code).toBe(0);
     expect(addHelp.stdout).toContain('--importance');
@@ -37,6 +37,17 @@ describe('memorypool CLI', () => {
     const missing = await run(dataDir, ['--json', 'get', added.json.id]);
     expect(missing.code).toBe(3);
     expect(missing.json.detail.reason).toContain(added.json.id);
+  });
+
+  it('entities, and --entity on search and list', async () => {
+    const dataDir = await tempDir();
+    await run(dataDir, ['add', 'I met Caroline in Boston']);
+    await run(dataDir, ['add', 'Caroline sent a postcard']);
+    const entities = await run(dataDir, ['--json', 'entities', '--limit', '5']);
+    expect(entities.code, entities.stderr).toBe(0);
+    expect(entities.json.entities.map((entry: { entity: string; count: number }) => [entry.entity, entry.count])).toEqual([['Caroline', 2], ['Boston', 1]]);
+    expect((await run(dataDir, ['--json', 'list', '--entity', 'boston'])).json.map((memory: { text: string }) => memory.text)).toEqual(['I met Caroline in Boston']);
+    expect((await run(dataDir, ['--json', 'search', 'postcard', '--entity', 'CAROLINE'])).json).toHaveLength(2);
   });
 
   it('update and history, --meta on add and update', async () => {

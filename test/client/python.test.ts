@@ -39,6 +39,7 @@ describe('the Python client (clients/python)', () => {
       history: answers.historySchema,
       memoryVersion: answers.memoryVersionSchema,
       poolStats: answers.poolStatsSchema,
+      entitiesAnswer: answers.entitiesAnswerSchema,
       health: answers.healthSchema,
       deleted: answers.deletedSchema,
       deletedUser: answers.deletedUserSchema,

@@ -53,7 +53,7 @@ describe('GET /openapi.json', () => {
     expect(search.required).toEqual(['query', 'user_id', 'top_k']);
     expect(search.properties.top_k).toMatchObject({ type: 'integer', minimum: 1 });
     const query = paths['/mem/search'].get.parameters.map((p: { name: string; required: boolean }) => [p.name, p.required]);
-    expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['agent_id', false], ['run_id', false], ['since', false], ['until', false], ['limit', false], ['explain', false], ['rerank', false], ['user_id', false]]);
+    expect(query).toEqual([['query', false], ['q', true], ['tag', false], ['agent_id', false], ['run_id', false], ['since', false], ['until', false], ['entity', false], ['limit', false], ['explain', false], ['rerank', false], ['user_id', false]]);
     const patch = paths['/mem/{id}'].patch.requestBody.content['application/json'].schema;
     expect(Object.keys(patch.properties)).toEqual(['text', 'tags', 'importance', 'metadata', 'agent_id', 'run_id', 'expires_at', 'ttl_seconds', 'user_id']);
     expect(paths['/mem/{id}/history'].get.responses['200']).toBeDefined();

@@ -44,7 +44,7 @@ describe('the operation table', () => {
     expect(new Set(tools).size).toBe(tools.length);
     // An MCP tool runs its operation's action: a tool without one would have nothing to run.
     expect(OPERATION_LIST.filter((operation) => operation.mcp && !operation.action)).toEqual([]);
-    expect(INVOKE_ACTIONS).toEqual(['add', 'search', 'list', 'page', 'get', 'update', 'history', 'delete', 'purge', 'batch', 'stats', 'changes', 'webhooks']);
+    expect(INVOKE_ACTIONS).toEqual(['add', 'search', 'list', 'page', 'get', 'update', 'history', 'delete', 'purge', 'batch', 'stats', 'entities', 'changes', 'webhooks']);
   });
 });
 

@@ -4,6 +4,8 @@ import {
   contextCosine,
   decayMultiplier,
   disclosureCue,
+  entityCue,
+  entitySpecificity,
   fuseColumns,
   fuseScore,
   importanceMultiplier,
@@ -119,6 +121,21 @@ describe('fusion terms', () => {
     expect(disclosureCue(true, true, true, { disclosureBoost: 0, aboutPersonBoost: 0 })).toBe(0);
   });
 
+  it('entitySpecificity is 1 for a name one unit mentions, 0 for one all do, graded by log between', () => {
+    expect(entitySpecificity(1, 1000)).toBe(1);
+    expect(entitySpecificity(1000, 1000)).toBe(0);
+    expect(entitySpecificity(500, 1000)).toBeCloseTo(Math.log(2) / Math.log(1000), 12);
+    expect(entitySpecificity(10, 1000)).toBeGreaterThan(entitySpecificity(100, 1000));
+    expect(entitySpecificity(1, 1)).toBe(1);
+  });
+
+  it('entityCue sums the specificities of the queried entities the unit mentions, times the boost', () => {
+    const weights = new Map([['sweden', 1], ['melanie', 0.1]]);
+    expect(entityCue([{ key: 'sweden' }, { key: 'melanie' }, { key: 'boston' }], weights, 0.2)).toBeCloseTo(0.22, 12);
+    expect(entityCue([{ key: 'boston' }], weights, 0.2)).toBe(0);
+    expect(entityCue([], weights, 0.2)).toBe(0);
+  });
+
   it('tagBoost counts exact (case-insensitive) tag hits', () => {
     expect(tagBoost(['Work', 'urgent'], new Set(['work', 'urgent']), 0.2)).toBeCloseTo(0.4);
     expect(tagBoost(['work'], new Set(['working']), 0.2)).toBe(0);
@@ -128,23 +145,23 @@ describe('fusion terms', () => {
   it('fuseScore sums the added terms, then multiplies; its terms replay to the same score exactly', () => {
     const parts: FusedParts = {
       dense: 0.31, bm25: 0.17, options: 0.05, neighbours: 0.2, speaker: 0.15, role: 0, tags: 0.2,
-      timeCue: 0.05, period: 0, eventPeriod: 0.4, questionTurn: -0.1, disclosure: 0, importance: 1.1, decay: 0.97,
+      timeCue: 0.05, period: 0, eventPeriod: 0.4, questionTurn: -0.1, disclosure: 0, entity: 0.3, importance: 1.1, decay: 0.97,
     };
     const terms: ScoreTerm[] = [];
     const score = fuseScore(parts, terms);
-    expect(score).toBeCloseTo((0.31 + 0.17 + 0.05 + 0.2 + 0.15 + 0.2 + 0.05 + 0.4 - 0.1) * 1.1 * 0.97, 12);
+    expect(score).toBeCloseTo((0.31 + 0.17 + 0.05 + 0.2 + 0.15 + 0.2 + 0.05 + 0.4 - 0.1 + 0.3) * 1.1 * 0.97, 12);
     expect(applyTerms(terms)).toBe(score);
     // Terms that change nothing (an add of 0, a multiplier of 1) are left out.
-    expect(terms.map((t) => t.term)).toEqual(['dense', 'bm25', 'options', 'neighbours', 'speaker', 'tags', 'timeCue', 'eventPeriod', 'questionTurn', 'importance', 'decay']);
+    expect(terms.map((t) => t.term)).toEqual(['dense', 'bm25', 'options', 'neighbours', 'speaker', 'tags', 'timeCue', 'eventPeriod', 'questionTurn', 'entity', 'importance', 'decay']);
     expect(terms.find((t) => t.term === 'decay')).toEqual({ term: 'decay', kind: 'multiply', value: 0.97 });
     expect(fuseScore(parts)).toBe(score);
   });
 
   it('fuseColumns gives each unit the very bits fuseScore gives its parts', () => {
-    const names = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'disclosure', 'importance', 'decay'] as const;
+    const names = ['dense', 'bm25', 'options', 'neighbours', 'speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'questionTurn', 'disclosure', 'entity', 'importance', 'decay'] as const;
     const units = 50;
     // Values whose sums round differently by order: a changed order of operations shows in the bits.
-    const column = (k: number) => Float64Array.from({ length: units }, (_, i) => (k < 12 ? Math.sin(i * 3.7 + k) / (k + 1) : 1 + Math.cos(i + k) / 10));
+    const column = (k: number) => Float64Array.from({ length: units }, (_, i) => (k < 13 ? Math.sin(i * 3.7 + k) / (k + 1) : 1 + Math.cos(i + k) / 10));
     const columns = Object.fromEntries(names.map((name, k) => [name, column(k)])) as unknown as FusedColumns;
     const scores = fuseColumns(columns, units);
     for (let i = 0; i < units; i++) {

@@ -1,7 +1,7 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { expect } from 'vitest';
 
-export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'write_memories', 'memory_stats', 'list_changes'];
+export const TOOL_NAMES = ['remember', 'recall', 'list_memories', 'list_page', 'get_memory', 'update_memory', 'forget', 'forget_matching', 'write_memories', 'memory_stats', 'list_entities', 'list_changes'];
 
 /** The JSON a tool answered with (its one text block); fails the test on a tool error. */
 export async function callJson(client: Client, name: string, args: Record<string, unknown>): Promise<any> {
@@ -27,7 +27,7 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   }
   const recall = tools.find((tool) => tool.name === 'recall')!;
   expect(recall.inputSchema.required).toEqual(['query']);
-  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'limit', 'explain', 'rerank', 'user_id', 'user_ids']);
+  expect(Object.keys(recall.inputSchema.properties ?? {})).toEqual(['query', 'tag', 'agent_id', 'run_id', 'where', 'filter', 'since', 'until', 'entity', 'limit', 'explain', 'rerank', 'user_id', 'user_ids']);
   expect(tools.find((tool) => tool.name === 'update_memory')!.inputSchema.required).toEqual(['id']);
 
   const dog = await callJson(client, 'remember', { text: 'Caroline adopted a rescue dog named Max', tags: ['pets'], importance: 0.8, user_id: 'caroline' });
@@ -84,6 +84,8 @@ export async function exerciseEveryTool(client: Client): Promise<void> {
   expect(listed.map((memory: { text: string }) => memory.text)).toEqual(['Caroline works as a counsellor at a youth centre', dog.text]);
   expect(await callJson(client, 'get_memory', { id: dog.id, user_id: 'caroline' })).toEqual(dog);
   expect(await callJson(client, 'memory_stats', { user_id: 'caroline' })).toMatchObject({ count: 2, users: 1 });
+  expect(await callJson(client, 'list_entities', { user_id: 'caroline' })).toMatchObject({ entities: [{ entity: 'Caroline', kind: 'name', count: 2 }, { entity: 'Max', kind: 'name', count: 1 }] });
+  expect((await callJson(client, 'list_memories', { entity: 'max', user_id: 'caroline' })).map((memory: { id: string }) => memory.id)).toEqual([dog.id]);
   // The feed, from its start: every write above, in order, the last one this user's.
   const changes = await callJson(client, 'list_changes', { user_id: 'caroline', limit: 1000 });
   const seqs = changes.events.map((event: { seq: number }) => event.seq);

@@ -98,6 +98,9 @@ class AgainstRealServer(unittest.TestCase):
         stats = client.stats()
         self.assertEqual((stats["count"], stats["users"]), (2, 2))
         self.assertEqual([entry["user_id"] for entry in client.stats(user_id="conv-1")["per_user"]], ["conv-1"])
+        self.assertEqual(client.entities(user_id="conv-1"), {"entities": [{"entity": "Caroline", "kind": "person", "count": 1, "last_seen": "2023-05-08T13:56:00.000Z"}]})
+        self.assertEqual([memory["role"] for memory in client.list(user_id="conv-1", entity="caroline")], ["Caroline"])
+        self.assertEqual(client.recall("support group", user_id="conv-1", entity="Melanie"), [])
 
         self.assertEqual(client.invoke({"tool": "memorypool", "params": {"action": "get", "id": dog["id"], "user_id": "caroline"}}), dog)
         with self.assertRaises(BadRequestError):

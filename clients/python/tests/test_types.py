@@ -17,6 +17,7 @@ PAIRS = {
     "history": _types.MemoryHistory,
     "memoryVersion": _types.MemoryVersion,
     "poolStats": _types.PoolStats,
+    "entitiesAnswer": _types.EntitiesAnswer,
     "health": _types.Health,
     "deleted": _types.Deleted,
     "deletedUser": _types.DeletedUser,

@@ -14,6 +14,8 @@ import type {
   Deleted,
   DeletedCount,
   DeletedUser,
+  EntitiesAnswer,
+  EntitiesParams,
   FindParams,
   ForgetWhereParams,
   Health,
@@ -174,6 +176,11 @@ export class MemoryPoolClient implements MemoryPoolApi {
 
   stats(params: StatsParams = {}, options?: RequestOptions): Promise<PoolStats> {
     return this.call({ method: 'GET', path: '/mem/stats', query: { user_id: params.user_id }, idempotent: true }, options);
+  }
+
+  /** Who and what the user's memories mention, the most mentioned first. */
+  entities(params: EntitiesParams = {}, options?: RequestOptions): Promise<EntitiesAnswer> {
+    return this.call({ method: 'GET', path: '/mem/entities', query: { user_id: params.user_id, limit: params.limit === undefined ? undefined : String(params.limit) }, idempotent: true }, options);
   }
 
   /** A page of the change feed: the events after `after`, and the cursor to pass next. */

@@ -159,6 +159,8 @@ export interface MemoryFilters {
   agent_id?: string;
   run_id?: string;
   tag?: string;
+  /** Only memories mentioning this entity (as `entities` lists it; any case). */
+  entity?: string;
   filter?: MemoryMetadata;
   since?: string | number;
   until?: string | number;
@@ -199,6 +201,25 @@ export interface UserScope {
   user_id?: string;
 }
 export type StatsParams = UserScope;
+/** `GET /mem/entities`: whose, and how many (default 100). */
+export interface EntitiesParams {
+  user_id?: string;
+  limit?: number;
+}
+
+/** The user's entities, the most mentioned first. */
+export interface EntitiesAnswer {
+  entities: Array<{
+    /** As first written; `entity` filters take it in any case. */
+    entity: string;
+    /** person: a speaker of the conversations; title: a quoted title; name: any other capitalised name. */
+    kind: 'person' | 'title' | 'name';
+    /** Memories mentioning it. */
+    count: number;
+    /** The newest of their times. */
+    last_seen: string | null;
+  }>;
+}
 
 /** A webhook as `GET /mem/webhooks` shows it (never its secret). */
 export interface WebhookStatus {
@@ -319,6 +340,8 @@ export interface MemoryPoolApi {
   history(id: string, params?: UserScope, options?: RequestOptions): Promise<MemoryHistory>;
   forget(id: string, params?: UserScope, options?: RequestOptions): Promise<Deleted>;
   stats(params?: StatsParams, options?: RequestOptions): Promise<PoolStats>;
+  /** Who and what the user's memories mention, the most mentioned first (then `entity` on recall or list). */
+  entities(params?: EntitiesParams, options?: RequestOptions): Promise<EntitiesAnswer>;
   /** A page of the change feed after a cursor (`wait`: a long poll). */
   changes(params?: ChangesParams, options?: RequestOptions): Promise<ChangesPage>;
   /** Every change event from `after` on, long-polling: `for await (const event of pool.followChanges({after}))`; stops when `options.signal` aborts. */

@@ -33,7 +33,8 @@ export function scoredExhaustively(weights: RetrievalWeights, matching: Int32Arr
 
 /**
  * Every (matching) slot for users scored exhaustively; else the slots of the best BM25 and HNSW
- * candidates of each text that match, the units the graph lacks, and their session neighbours.
+ * candidates of each text that match, the units the graph lacks, the units of the query's
+ * entities (`entityUnits`, seqs), and their session neighbours.
  */
 export function candidateSlots(
   query: CorpusQuery<QueryText>,
@@ -42,6 +43,7 @@ export function candidateSlots(
   layout: SlotLayout,
   lexical: Bm25Index,
   graph: HnswLifecycle,
+  entityUnits: readonly number[] = [],
 ): Int32Array {
   const matching = query.filter ? matchingSlots(layout, query.filter) : null;
   if (scoredExhaustively(weights, matching, layout.units.length, graph)) return matching ?? everySlot(layout);
@@ -59,6 +61,7 @@ export function candidateSlots(
     if (slot !== undefined) chosen.add(slot);
   };
   for (const seq of graph.unindexed) if (!passes || passes(seq)) choose(seq);
+  for (const seq of entityUnits) if (!passes || passes(seq)) choose(seq);
   [query.main, ...query.options].forEach((text, t) => {
     for (const { key } of lexical.topKeys(text.terms, weights.candidatePool, passes, text.termWeights)) choose(key);
     for (const hit of graph.current!.search(vectors[t], weights.candidatePool, passes)) choose(hit.label);

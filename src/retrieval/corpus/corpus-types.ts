@@ -1,3 +1,4 @@
+import type { EntityMention } from '../entities/entity-mentions.js';
 import type { ScoreExplanation } from '../fuse-scores.js';
 import type { TimePeriod } from '../time-cues/calendar.js';
 
@@ -29,6 +30,8 @@ export interface CorpusUnit {
   isQuestion: boolean;
   /** The speaker speaks of themself (`speaksOfSelf`): see `disclosureCue`. */
   firstPerson: boolean;
+  /** The entities the unit mentions, its speaker included (`entityMentions`); the corpus indexes them. */
+  entities: readonly EntityMention[];
   /** The text as duplicates share it (`duplicateKey`): answers that collapse duplicates hold each once. */
   textKey: string;
 }
@@ -60,6 +63,8 @@ export interface CorpusQuery<T extends QueryText = PreparedText> {
   /** Lowercased tags whose exact presence on a unit is rewarded. */
   wantedTags: ReadonlySet<string>;
   whenQuestion: boolean;
+  /** Entity keys the query names (`entityMentions` of its text); the corpus keeps those it knows. */
+  entities?: readonly string[];
   /** The query asks about a person rather than one event (`asksAboutPerson`). */
   aboutPerson?: boolean;
   period: TimePeriod | null;

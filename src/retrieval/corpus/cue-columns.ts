@@ -2,8 +2,13 @@ import { CUE_PARTS, type CueColumns, type CueQuery, type CueUnit } from '../fuse
 import type { RetrievalWeights } from '../retrieval-config.js';
 import type { CorpusQuery, QueryText } from './corpus-types.js';
 
-/** The query's cues as `FUSED_PARTS` reads them; `newestTimeMs` is the user's newest unit's time. */
-export function cueQuery(query: CorpusQuery<QueryText>, weights: RetrievalWeights, newestTimeMs: number): CueQuery {
+const NO_ENTITIES: ReadonlyMap<string, number> = new Map();
+
+/**
+ * The query's cues as `FUSED_PARTS` reads them; `newestTimeMs` is the user's newest unit's time,
+ * `entityWeights` the specificity of each entity of the query the user knows (see `UserCorpus`).
+ */
+export function cueQuery(query: CorpusQuery<QueryText>, weights: RetrievalWeights, newestTimeMs: number, entityWeights: ReadonlyMap<string, number> = NO_ENTITIES): CueQuery {
   const { speaker, role } = query;
   return {
     speaker,
@@ -14,6 +19,7 @@ export function cueQuery(query: CorpusQuery<QueryText>, weights: RetrievalWeight
     period: query.period,
     queried: weights.disclosureBoost !== 0 || weights.aboutPersonBoost !== 0 ? (speaker ?? role ?? null) : null,
     newestTimeMs,
+    entityWeights: weights.entityBoost !== 0 ? entityWeights : NO_ENTITIES,
   };
 }
 

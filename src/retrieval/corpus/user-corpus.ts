@@ -1,5 +1,7 @@
+import { analyze } from '../analyzer.js';
 import { Bm25Index } from '../bm25-index.js';
-import type { CueColumns } from '../fuse-scores.js';
+import { EntityIndex } from '../entities/entity-index.js';
+import { entitySpecificity, type CueColumns } from '../fuse-scores.js';
 import type { RetrievalWeights } from '../retrieval-config.js';
 import type { VectorIndex } from '../vector-index.js';
 import { denseShares, lexicalShares } from './base-shares.js';
@@ -45,6 +47,11 @@ export class UserCorpus {
   private readonly graph = new HnswLifecycle();
   private readonly sessions = new Sessions(this.links, (a, b) => this.store.dotOfUnits(a, b));
   private readonly speakerCounts = new Map<string, number>();
+  /** The user's entities → the units mentioning them, kept with every add and remove. */
+  readonly entities = new EntityIndex((word) => {
+    const terms = analyze(word);
+    return terms.length === 1 ? this.lexical.documentFrequency(terms[0]) : Infinity;
+  });
   private newestTime = -Infinity;
   private layout: SlotLayout | null = null;
 
@@ -147,6 +154,7 @@ export class UserCorpus {
       const link = unlinked(unit);
       this.links.set(unit.seq, link);
       this.lexical.add(unit.seq, unit.terms);
+      this.entities.add(unit.seq, unit.entities);
       if (unit.vector === null) this.store.unembedded.add(unit.seq);
       else this.graph.add(unit.seq, unit.vector, deferIndex);
       this.store.take(link, this.graph.unindexed.has(unit.seq));
@@ -182,6 +190,7 @@ export class UserCorpus {
     this.links.delete(seq);
     this.store.release(link);
     this.lexical.remove(seq);
+    this.entities.remove(seq, unit.entities);
     this.graph.remove(seq);
     this.store.unembedded.delete(seq);
     if (unit.speaker) {
@@ -228,7 +237,7 @@ export class UserCorpus {
     // Vectors that came in since `prepare` changed the layout, and perhaps the usable weights.
     let scored = prepared.layout === layout ? prepared.scored : null;
     if (scored === null) {
-      const candidates = candidateSlots(query, vectors, weights, layout, this.lexical, this.graph);
+      const candidates = candidateSlots(query, vectors, weights, layout, this.lexical, this.graph, this.entityUnits(query, weights));
       scored = this.vectorFreeScores(query, weights, layout, candidates);
     }
     const { candidates, position } = scored;
@@ -249,11 +258,37 @@ export class UserCorpus {
     return this.store.unembedded.size > 0 && weights.denseWeight > 0 ? { ...weights, denseWeight: 0 } : weights;
   }
 
+  /** The specificity of each entity of the query this user knows (see `entitySpecificity`); none while the cue is off. */
+  private entityWeights(query: CorpusQuery<QueryText>, weights: RetrievalWeights): Map<string, number> {
+    const out = new Map<string, number>();
+    if (weights.entityBoost === 0 || !query.entities) return out;
+    for (const key of query.entities) {
+      const entry = this.entities.get(key);
+      if (entry) out.set(key, entitySpecificity(entry.seqs.size, this.links.size));
+    }
+    return out;
+  }
+
+  /**
+   * The units of the query's known entities, for a large user's candidates: each entity's newest
+   * `candidatePool`, the most specific entity first. A speaker's are left to the lists (half the
+   * user's units say nothing a rank could use).
+   */
+  private entityUnits(query: CorpusQuery<QueryText>, weights: RetrievalWeights): number[] {
+    const out: number[] = [];
+    for (const [key, specificity] of [...this.entityWeights(query, weights)].sort((a, b) => b[1] - a[1])) {
+      const seqs = this.entities.get(key)!.seqs;
+      if (seqs.size > weights.candidatePool || specificity === 0) continue;
+      for (const seq of seqs) out.push(seq);
+    }
+    return out;
+  }
+
   /** The candidates' lexical shares and cues (see `PreparedSearch`). */
   private vectorFreeScores(query: CorpusQuery<QueryText>, weights: RetrievalWeights, layout: SlotLayout, candidates: Int32Array): VectorFreeScores {
     const position = positionsOf(candidates, layout.units.length);
     const lexical = [query.main, ...query.options].map((text) => lexicalShares(text, candidates, position, weights, layout, this.lexical));
-    const cues = cueColumns(layout.units, layout.catchUpTurn, candidates, cueQuery(query, weights, this.newestTime), weights);
+    const cues = cueColumns(layout.units, layout.catchUpTurn, candidates, cueQuery(query, weights, this.newestTime, this.entityWeights(query, weights)), weights);
     return { candidates, position, lexical, cues };
   }
 

@@ -9,7 +9,7 @@ const weights = { ...DEFAULT_RETRIEVAL_WEIGHTS, decayWeight: 0.5, decayHalfLifeD
 function unit(extra: Partial<CorpusUnit>): CorpusUnit {
   return {
     seq: 0, vector: null, terms: [], speaker: null, sessionId: null, messageKey: null, timeMs: 100 * DAY, importance: 0.5, tags: [],
-    hasTimeExpression: false, eventPeriod: null, isQuestion: false, firstPerson: false, textKey: '', ...extra,
+    hasTimeExpression: false, eventPeriod: null, isQuestion: false, firstPerson: false, textKey: '', entities: [], ...extra,
   };
 }
 const query = (extra: Partial<CorpusQuery>): CorpusQuery => ({
@@ -20,7 +20,7 @@ describe('the parts list', () => {
   it('is the fused score\'s order: the four text parts, the added cues, then the two multipliers', () => {
     expect(FUSED_PARTS.map((part) => `${part.kind} ${part.name}`)).toEqual([
       'add dense', 'add bm25', 'add options', 'add neighbours', 'add speaker', 'add role', 'add tags', 'add timeCue', 'add period',
-      'add eventPeriod', 'add questionTurn', 'add disclosure', 'multiply importance', 'multiply decay',
+      'add eventPeriod', 'add questionTurn', 'add disclosure', 'add entity', 'multiply importance', 'multiply decay',
     ]);
     expect(CUE_PARTS.map((part) => part.name)).toEqual(FUSED_PARTS.filter((part) => 'value' in part).map((part) => part.name));
     expect(CUE_PARTS.map((part) => part.name)).not.toContain('dense');
@@ -50,9 +50,17 @@ describe('cueColumns', () => {
     expect([...columns.decay]).toEqual([0.75, 1]);
   });
 
+  it('gives the units mentioning a queried entity its specificity times entityBoost, nothing while the boost is 0', () => {
+    const named = [unit({ seq: 0, entities: [{ key: 'sweden', surface: 'Sweden', kind: 'name', confident: true }] }), unit({ seq: 1 })];
+    const on = { ...weights, entityBoost: 0.2 };
+    const entityWeights = new Map([['sweden', 0.5]]);
+    expect([...cueColumns(named, catchUp, Int32Array.from([0, 1]), cueQuery(query({}), on, 100 * DAY, entityWeights), on).entity]).toEqual([0.1, 0]);
+    expect([...cueColumns(named, catchUp, Int32Array.from([0, 1]), cueQuery(query({}), weights, 100 * DAY, entityWeights), weights).entity]).toEqual([0, 0]);
+  });
+
   it('leaves the cues the query lacks neutral: 0 added, multipliers still computed', () => {
     const columns = cueColumns(units, catchUp, candidates, cueQuery(query({}), weights, 100 * DAY), weights);
-    for (const name of ['speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'disclosure'] as const) expect([...columns[name]]).toEqual([0, 0]);
+    for (const name of ['speaker', 'role', 'tags', 'timeCue', 'period', 'eventPeriod', 'disclosure', 'entity'] as const) expect([...columns[name]]).toEqual([0, 0]);
     expect([...columns.decay]).toEqual([0.75, 1]);
     expect(Object.keys(columns).sort()).toEqual(CUE_PARTS.map((part) => part.name).sort());
   });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { analyze } from '../../../src/retrieval/analyzer.js';
+import { entityMentions } from '../../../src/retrieval/entities/entity-mentions.js';
 import { applyTerms, contextCosine, minMaxNormalize, type ScoreExplanation } from '../../../src/retrieval/fuse-scores.js';
 import { DEFAULT_RETRIEVAL_WEIGHTS, resolveWeights } from '../../../src/retrieval/retrieval-config.js';
 import type { CorpusQuery, CorpusUnit } from '../../../src/retrieval/corpus/corpus-types.js';
@@ -30,6 +31,7 @@ function unit(seq: number, text: string, extra: Partial<CorpusUnit> = {}): Corpu
     isQuestion: false,
     firstPerson: false,
     textKey: text.trim().replace(/\s+/g, ' ').toLowerCase(),
+    entities: [],
     ...extra,
   };
 }
@@ -248,6 +250,31 @@ describe('UserCorpus', () => {
     corpus.add(units);
     const weights = resolveWeights({ ...DEFAULT_RETRIEVAL_WEIGHTS, exhaustiveLimit: 50, candidatePool: 20 });
     expect(corpus.search(query('secret password'), weights, 5)[0].seq).toBe(300);
+  });
+
+  it('boosts the units of a queried entity by its specificity, and draws them into a large user\'s candidates', () => {
+    const corpus = corpusWithIndex();
+    const named = (seq: number, text: string, speaker: string) => unit(seq, text, { speaker: speaker.toLowerCase(), entities: entityMentions(text, speaker), vector: axis(seq % DIM) });
+    const units = Array.from({ length: 300 }, (_, i) => named(i, `filler text number ${i}`, i % 2 ? 'Ann' : 'Bo'));
+    units.push(named(300, 'we flew there in spring', 'Bo'), named(301, 'I loved the trip to Sweden', 'Ann'));
+    corpus.add(units);
+    const asked = query('trip', { entities: ['sweden', 'ann'] });
+    const off = resolveWeights({ ...lexicalOnly, exhaustiveLimit: 50, candidatePool: 5 });
+    const on = { ...off, entityBoost: 0.5 };
+    const sweden = corpus.search(asked, on, 3).find((hit) => hit.seq === 301)!;
+    const boosted = corpus.search({ ...asked, explain: true }, { ...on, exhaustiveLimit: 1000 }, 400);
+    const term = (seq: number) => boosted.find((hit) => hit.seq === seq)?.explanation?.terms.find((t) => t.term === 'entity')?.value ?? 0;
+    // Sweden: one unit of 302, specificity 1; Ann, the speaker of half of them, adds little.
+    expect(term(301)).toBeCloseTo(0.5 * (1 + Math.log(302 / 151) / Math.log(302)), 12);
+    expect(term(1)).toBeCloseTo(0.5 * (Math.log(302 / 151) / Math.log(302)), 12);
+    expect(term(300)).toBe(0);
+    expect(sweden).toBeDefined();
+    // A query sharing no word with the Sweden turn, whose vector is far from it: only as the entity's unit does it join the candidates.
+    const far = query('flight', { entities: ['sweden'] });
+    expect(corpus.search(far, off, 400).map((hit) => hit.seq)).not.toContain(301);
+    expect(corpus.search(far, on, 400).map((hit) => hit.seq)).toContain(301);
+    // With the boost at 0, no entity term and the ranking of before.
+    expect(corpus.search(asked, off, 10)).toEqual(corpus.search({ ...asked, entities: undefined }, off, 10));
   });
 });
 

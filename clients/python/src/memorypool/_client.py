@@ -40,6 +40,7 @@ from ._types import (
     Message,
     Metadata,
     PoolStats,
+    EntitiesAnswer,
     ScoredMemory,
     SearchAnswer,
 )
@@ -154,6 +155,7 @@ class MemoryPoolClient:
         *,
         limit: Optional[int] = None,
         tag: Optional[str] = None,
+        entity: Optional[str] = None,
         explain: Optional[bool] = None,
         filter: Optional[Mapping[str, FilterValue]] = None,
         since: Optional[Union[str, int]] = None,
@@ -167,7 +169,7 @@ class MemoryPoolClient:
         """Ranked memories; `filter` is metadata that must match, `since`/`until` ISO 8601 or Unix milliseconds;
         `user_ids` (up to 16, with `user_id`) searches several users at once, merged by score;
         `rerank=False` answers without the server's reranker, if it has one."""
-        query_string = _filters(query=query, limit=limit, tag=tag, explain=explain, rerank=rerank, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
+        query_string = _filters(query=query, limit=limit, tag=tag, entity=entity, explain=explain, rerank=rerank, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[ScoredMemory], self._call(_Call("GET", "/mem/search", query=query_string)))
 
     def list(
@@ -175,6 +177,7 @@ class MemoryPoolClient:
         *,
         limit: Optional[int] = None,
         tag: Optional[str] = None,
+        entity: Optional[str] = None,
         filter: Optional[Mapping[str, FilterValue]] = None,
         since: Optional[Union[str, int]] = None,
         until: Optional[Union[str, int]] = None,
@@ -184,7 +187,7 @@ class MemoryPoolClient:
         user_ids: Optional[Sequence[str]] = None,
     ) -> List[Memory]:
         """Newest first; `user_ids` (up to 16, with `user_id`) lists several users at once, merged newest first."""
-        query_string = _filters(limit=limit, tag=tag, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
+        query_string = _filters(limit=limit, tag=tag, entity=entity, filter=filter, since=since, until=until, agent_id=agent_id, run_id=run_id, user_id=_users(user_id, user_ids))
         return cast(List[Memory], self._call(_Call("GET", "/mem/list", query=query_string)))
 
     def find(self, query: str, *, where: Optional[Mapping[str, Any]] = None, **fields: Any) -> List[ScoredMemory]:
@@ -251,6 +254,10 @@ class MemoryPoolClient:
 
     def stats(self, *, user_id: Optional[str] = None) -> PoolStats:
         return cast(PoolStats, self._call(_Call("GET", "/mem/stats", query={"user_id": user_id})))
+
+    def entities(self, *, user_id: Optional[str] = None, limit: Optional[int] = None) -> EntitiesAnswer:
+        """Who and what the user's memories mention, the most mentioned first; pass one as `entity` to recall or list."""
+        return cast(EntitiesAnswer, self._call(_Call("GET", "/mem/entities", query={"user_id": user_id, "limit": None if limit is None else str(limit)})))
 
     def changes(self, *, after: Union[str, int] = 0, limit: Optional[int] = None, wait: Optional[int] = None, user_id: Optional[str] = None) -> ChangesPage:
         """A page of the change feed: the events after the cursor `after`, and `next_cursor` to pass next; `wait` (seconds, at most 60) long-polls."""

@@ -27,6 +27,7 @@ __all__ = [
     "Message",
     "Metadata",
     "PoolStats",
+    "EntitiesAnswer",
     "ScoredMemory",
     "SearchAnswer",
     "SearchHit",
@@ -139,6 +140,17 @@ class PoolStats(TypedDict):
     embedder: Dict[str, Any]
     cache: Dict[str, Any]
     per_user: List[Dict[str, Any]]
+
+
+class Entity(TypedDict):
+    entity: str
+    kind: str
+    count: int
+    last_seen: Optional[str]
+
+
+class EntitiesAnswer(TypedDict):
+    entities: List[Entity]
 
 
 class _MemoryVersion(TypedDict):
