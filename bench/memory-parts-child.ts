@@ -26,6 +26,7 @@ import { VectorIndex } from '../src/retrieval/vector-index.js';
 import { VECTOR_INDEX_FILE } from '../src/store/vector-index-cache.js';
 import type { StoredRecord } from '../src/store/stored-record.js';
 import type { CorpusUnit } from '../src/retrieval/corpus/corpus-types.js';
+import type { UserCorpus } from '../src/retrieval/corpus/user-corpus.js';
 import { gaussianSource, randomUnitVector } from './scale-store.js';
 import { serverEncoder } from './server-encoder.js';
 import { mulberry32 } from './workload.js';
@@ -46,6 +47,11 @@ export interface ChildResult {
   graph: boolean;
   compact: boolean;
   load_ms: number;
+  /**
+   * Bytes of the resizable buffers the user's units hold float views of (the load's slab, kept by
+   * a user scored exhaustively): Node 20 leaves resizable buffers out of `arrayBuffers`.
+   */
+  resizable_bytes: number;
   baseline: Usage;
   /** Right after the load and the Searches, before any forced GC: what a server shows. */
   loaded_without_gc: Usage;
@@ -178,6 +184,19 @@ async function graphPart(dataDir: string, dimensions: number): Promise<{ graph_r
 
 const NO_TERMS: readonly string[] = Object.freeze([]);
 
+/** The distinct resizable buffers behind the units' float vectors, in bytes (compact users hold fresh arrays: none). */
+function resizableBytes(corpus: UserCorpus, seqs: readonly number[]): number {
+  if (corpus.vectorsCompact) return 0;
+  const buffers = new Set<ArrayBufferLike>();
+  for (const seq of seqs) {
+    const buffer = corpus.vectorOf(seq)?.buffer;
+    if (buffer && (buffer as { resizable?: boolean }).resizable) buffers.add(buffer);
+  }
+  let bytes = 0;
+  for (const buffer of buffers) bytes += buffer.byteLength;
+  return bytes;
+}
+
 async function main(): Promise<void> {
   const [dataDir, userId, mode] = process.argv.slice(2);
   if (!dataDir || !userId || (mode !== 'total' && mode !== 'parts')) throw new Error('usage: memory-parts-child.js <dataDir> <userId> total|parts');
@@ -202,6 +221,7 @@ async function main(): Promise<void> {
     graph: state.corpus.vectors !== null,
     compact: state.corpus.vectorsCompact,
     load_ms: Math.round(loadMs),
+    resizable_bytes: resizableBytes(state.corpus, [...state.records.values()].map((record) => record.seq)),
     baseline,
     loaded_without_gc: loadedWithoutGc,
     loaded,

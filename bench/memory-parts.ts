@@ -59,7 +59,8 @@ async function child(dataDir: string, mode: 'total' | 'parts', env: Record<strin
 
 /** The measured components of one run, in bytes over the process's baseline. */
 function components(result: ChildResult) {
-  const over = (u: Usage, base: Usage) => ({ rss: u.rss - base.rss, heap: u.heap_used - base.heap_used, heapTotal: u.heap_total - base.heap_total, buffers: u.array_buffers - base.array_buffers });
+  // Resizable buffers (the load's float slab while a user keeps it) are not in `arrayBuffers`: added here.
+  const over = (u: Usage, base: Usage) => ({ rss: u.rss - base.rss, heap: u.heap_used - base.heap_used, heapTotal: u.heap_total - base.heap_total, buffers: u.array_buffers - base.array_buffers + result.resizable_bytes });
   const loaded = over(result.loaded, result.baseline);
   const parts = result.parts!;
   // hnswlib's allocations are outside V8: the RSS the read added beyond the JS objects it made (the label sets).
@@ -92,7 +93,7 @@ const LABELS: Record<keyof Components, string> = {
   heap_bm25: '  BM25 postings and terms',
   heap_entity_index: '  entity index',
   heap_rest: '  rest (links, sessions, slot layout, label sets)',
-  array_buffers: 'array buffers (int8 slab; floats at 10k)',
+  array_buffers: 'array buffers (int8 slab; the float slab at 10k)',
   hnswlib: "hnswlib's native memory (graph read)",
   v8_free_space: "V8's committed but free heap",
   malloc_slack: 'malloc slack (RSS − heap − buffers − hnswlib)',
