@@ -5,6 +5,7 @@
  *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
  *   npm run bench -- --growth [--quick] [same options]   (one user of 10k, 100k, 1M memories: bench/growth.ts)
  *   npm run bench -- --many-users [--quick] [same options]   (100k users of 10-50 memories, 10k in --quick: bench/many-users.ts)
+ *   npm run bench -- --memory-parts [--sizes 10000,100000] [--out <dir>]   (RSS per extra memory, part by part: bench/memory-parts.ts)
  *
  * Starts `node dist/src/main.js` on a loopback port with a temporary data directory, drives it
  * over HTTP, prints a JSON summary on stdout (progress goes to stderr) and writes it to
@@ -27,6 +28,7 @@ import { measureAppendLock, measureFreshnessCheck } from './freshness-check.js';
 import { measureHostileLoad } from './hostile-load.js';
 import { GROWTH_PLANS, GROWTH_SIZES, measureGrowth } from './growth.js';
 import { MANY_USERS_PLANS, measureManyUsers } from './many-users.js';
+import { measureMemoryParts, parseSizes } from './memory-parts.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
 import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses } from './server-encoder.js';
@@ -121,11 +123,14 @@ async function main(): Promise<void> {
       processes: { type: 'string' },
       growth: { type: 'boolean', default: false },
       'many-users': { type: 'boolean', default: false },
+      'memory-parts': { type: 'boolean', default: false },
+      sizes: { type: 'string' },
     },
   });
   const replicas = values.replicas === undefined ? null : Number(values.replicas);
   if (replicas !== null && (!Number.isInteger(replicas) || replicas < 1)) throw new Error(`--replicas: expected a positive integer, got ${values.replicas}`);
   if (replicas === null && values['database-url'] !== undefined) throw new Error('--database-url needs --replicas <n>');
+  if (values.sizes !== undefined && !values['memory-parts']) throw new Error('--sizes needs --memory-parts');
   if (values.precision !== undefined) {
     const precision = MODEL_PRECISIONS.find((entry) => entry === values.precision);
     if (precision === undefined) throw new Error(`--precision: expected one of ${MODEL_PRECISIONS.join(', ')}, got ${values.precision}`);
@@ -210,6 +215,18 @@ async function main(): Promise<void> {
       return;
     }
     // ---- end of many users
+    // ---- Memory per memory, part by part (bench/memory-parts.ts): `--memory-parts` runs it alone.
+    if (values['memory-parts']) {
+      const parts = await measureMemoryParts({ workDir, workload, sizes: parseSizes(values.sizes), progress });
+      const command = `npm run bench -- --memory-parts${values.sizes ? ` --sizes ${values.sizes}` : ''}${values.out ? ` --out ${values.out}` : ''}`;
+      const summary = { bench: 'memorypool-memory-parts', ...header(command), warnings, memory_parts: parts };
+      await writeFile(path.join(outDir, 'bench-memory-parts.json'), JSON.stringify(summary, null, 2) + '\n');
+      process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
+      for (const line of parts.table) progress(line);
+      progress(`done in ${summary.duration_s} s; wrote ${path.join(outDir, 'bench-memory-parts.json')}`);
+      return;
+    }
+    // ---- end of memory parts
 
     const addBodies = addChunks(workload, plan.addRequests, plan.addUsers);
     // As many Adds as the clients have in flight at once: what a server batching across requests could sort and encode together.

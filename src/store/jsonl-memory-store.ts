@@ -351,7 +351,7 @@ export class JsonlMemoryStore implements MemoryStore {
     const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
     // History stays on disk: a cache never needs it (`history` reads it when asked).
     const units: StoredUnit[] = loaded.records.map(({ history: _history, ...record }, i) => ({ record: withoutWriteMarks(record), vector: loaded.vectors[i] }));
-    return { version: head?.version ?? 0, units };
+    return { version: head?.version ?? 0, units, release: loaded.release };
   }
 
   /** The head as of the file now: one stat when nothing changed (the common case), else a catch-up in the user's queue. */

@@ -148,6 +148,12 @@ export interface StoredUnit {
 export interface UserSnapshot {
   version: number;
   units: StoredUnit[];
+  /**
+   * Frees the memory behind the units' vectors at once (the JSONL store's one slab; absent for a
+   * store that has none): every vector of the snapshot reads as empty from then on. Call it only
+   * once nothing holds them; left uncalled, the garbage collector frees them in its own time.
+   */
+  release?: () => void;
 }
 
 export interface UserChanges {

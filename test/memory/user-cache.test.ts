@@ -2,6 +2,8 @@ import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { silentLogger } from '../../src/logger.js';
+import type { MemoryStore } from '../../src/store/memory-store.js';
+import { openStore } from '../../src/open-service.js';
 import { openService, tempDir } from '../support/helper.js';
 
 const add = (userId: string, requestId: string, texts: string[]) => ({
@@ -112,5 +114,58 @@ describe('the per-user cache', () => {
     const last = await openService({ dataDir, preload: false });
     expect(await last.exportUnits('big')).toEqual(exported.filter((_, i) => i !== 5));
     await last.close();
+  });
+
+  it("frees a large user's loaded float vectors once it holds their int8 codes and a complete graph, answering exactly as without", async () => {
+    const dataDir = await tempDir();
+    const weights = { exhaustiveLimit: 100 };
+    const first = await openService({ dataDir, preload: false, weights });
+    for (let add_ = 0; add_ < 15; add_++) {
+      await first.addConversation(add('big', `r${add_}`, Array.from({ length: 20 }, (_, i) => `note ${add_}-${i}: the ${['kettle', 'lantern', 'harbour', 'violin'][i % 4]} of day ${add_}`)));
+    }
+    await first.addConversation(add('small', 'r0', textsOf(1)));
+    await first.close(); // writes the graph's cache
+    // A store whose loads count the releases the cache makes, or hand out none (the answers to compare with).
+    const counting = (keep: boolean) => {
+      const store = openStore({ dataDir }, silentLogger());
+      const calls = { releases: 0 };
+      const wrapped = new Proxy(store, {
+        get(target, key) {
+          if (key === 'load') {
+            return async (userId: string) => {
+              const snapshot = await target.load(userId);
+              const release = snapshot.release;
+              return { ...snapshot, release: keep && release ? () => (calls.releases++, release()) : undefined };
+            };
+          }
+          const value = Reflect.get(target, key, target) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      }) as MemoryStore;
+      return { store: wrapped, calls };
+    };
+    const queries = ['lantern of day 7', 'the kettle', 'harbour of day 12', 'violin'];
+    // Twice each: the first load decodes the JSONL and writes the sidecar, the second reads it.
+    for (let round = 0; round < 2; round++) {
+      const plain = counting(false);
+      const without = await openService({ dataDir, preload: false, weights, store: plain.store });
+      const expected = [];
+      for (const query of queries) expected.push(await without.search({ userId: 'big', query, limit: 10 }));
+      await without.close();
+      const released = counting(true);
+      const service = await openService({ dataDir, preload: false, weights, store: released.store });
+      for (const [i, query] of queries.entries()) expect(await service.search({ userId: 'big', query, limit: 10 })).toEqual(expected[i]);
+      expect(released.calls.releases).toBe(1);
+      // The user goes on: an Add, then a search that finds it and still scores the old memories.
+      await service.addConversation(add('big', 'later', ['the lantern of the lighthouse keeper']));
+      const hits = await service.search({ userId: 'big', query: 'lantern lighthouse keeper', limit: 5 });
+      expect(hits[0].memory.text).toBe('the lantern of the lighthouse keeper');
+      expect(hits.every((hit) => Number.isFinite(hit.score))).toBe(true);
+      // A user scored exhaustively keeps its float vectors: nothing released.
+      await service.search({ userId: 'small', query: 'harbour of house 1', limit: 3 });
+      expect(released.calls.releases).toBe(1);
+      await service.close();
+      // The Add above changes the next round's store: both services of a round see the same one.
+    }
   });
 });

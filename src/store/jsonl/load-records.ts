@@ -145,7 +145,12 @@ const READ_CHUNK_BYTES = 1 << 30;
  */
 export async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
   if (size < READ_CHUNK_BYTES) return handle.readFile();
-  const buffer = Buffer.allocUnsafe(size);
+  return readInto(handle, Buffer.allocUnsafe(size));
+}
+
+/** Fills `buffer` from the file's start, in chunks; a file shorter than it gives the part read. */
+export async function readInto(handle: FileHandle, buffer: Buffer): Promise<Buffer> {
+  const size = buffer.length;
   let read = 0;
   while (read < size) {
     const { bytesRead } = await handle.read(buffer, read, Math.min(READ_CHUNK_BYTES, size - read), read);

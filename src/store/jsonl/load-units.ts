@@ -3,16 +3,41 @@ import { decodeVectors, type StoredRecord } from '../stored-record.js';
 import { checkSidecar, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
 import type { UserLayout } from './layout.js';
 import { countLines } from './line-scanner.js';
-import { parseRepairing, readMemories, readWhole, type LoadedUser } from './load-records.js';
+import { parseRepairing, readInto, readMemories, type LoadedUser } from './load-records.js';
 import { incompleteAddStart, parseLines, readRecordLines } from './record-lines.js';
 import type { SidecarWriter } from './sidecar-writer.js';
 
 /** A user's records (without `vec`) and, in the same order, their vectors (null where a line has none). */
 export interface LoadedUnits extends LoadedUser {
   vectors: Array<Float32Array | null>;
+  /**
+   * Frees the one slab most of `vectors` are views of (the sidecar's bytes, or the vectors decoded
+   * from the JSONL) at once, once a sidecar write under way from it is done; every view of it
+   * reads as empty from then on. For a caller that holds none of them any more (a user whose
+   * vectors went into int8 codes: 2 KB a memory that V8 would free only at its next full
+   * collection, seconds to minutes later, measured in bench/memory-parts.ts). Absent when no slab was made.
+   */
+  release?: () => void;
 }
 
-type Units = Pick<LoadedUnits, 'records' | 'vectors'>;
+type Units = Pick<LoadedUnits, 'records' | 'vectors'> & { slab?: ArrayBuffer };
+
+/** A zeroed buffer of `size` bytes whose memory `release` gives back at once (a resizable ArrayBuffer shrunk to 0). */
+function releasableBuffer(size: number): { bytes: Buffer; slab: ArrayBuffer } {
+  const slab = new (ArrayBuffer as unknown as new (size: number, options: { maxByteLength: number }) => ArrayBuffer)(size, { maxByteLength: size });
+  return { bytes: Buffer.from(slab, 0, size), slab };
+}
+
+/** `release` of a load's slab: after the user's sidecar write under way, which may be encoding from it. */
+function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | undefined): (() => void) | undefined {
+  if (!slab) return undefined;
+  return () => {
+    const free = () => (slab as unknown as { resize(size: number): void }).resize(0);
+    const writing = sidecars.inFlight(userId);
+    if (writing) void writing.then(free);
+    else free();
+  };
+}
 
 /**
  * Reads a user's memories with their vectors decoded (records come without `vec`), for a load
@@ -26,16 +51,16 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
   const read = await readMemories(layout, userId);
   if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
   const sidecar = await readSidecar(layout, userId, read.content);
-  const fast = sidecar ? parseWithSidecar(read.content, userId, sidecar) : null;
+  const fast = sidecar ? parseWithSidecar(read.content, userId, sidecar.sidecar) : null;
   if (fast) {
-    const tail = fast.records.length - sidecar!.count;
-    if (tail >= Math.max(sidecars.minRecords, sidecar!.count / 8)) sidecars.refresh(userId, read, fast.records, fast.vectors);
-    return { ...fast, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
+    const tail = fast.records.length - sidecar!.sidecar.count;
+    if (tail >= Math.max(sidecars.minRecords, sidecar!.sidecar.count / 8)) sidecars.refresh(userId, read, fast.records, fast.vectors);
+    return { records: fast.records, vectors: fast.vectors, quarantined: 0, stamp: read.stamp, bytes: read.content.length, release: releaser(sidecars, userId, sidecar!.slab) };
   }
   const decoded = parseDecoding(read.content, userId);
   if (decoded) {
     if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, read, decoded.records, decoded.vectors);
-    return { ...decoded, quarantined: 0, stamp: read.stamp, bytes: read.content.length };
+    return { records: decoded.records, vectors: decoded.vectors, quarantined: 0, stamp: read.stamp, bytes: read.content.length, release: releaser(sidecars, userId, decoded.slab) };
   }
   const loaded = await parseRepairing(layout, sidecars, userId, read, repair);
   if (!loaded) return null;
@@ -46,20 +71,21 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
   return { ...loaded, records, vectors };
 }
 
-/** The sidecar when it proves to be built from this very file, else null (the reason logged). */
-async function readSidecar(layout: UserLayout, userId: string, content: Buffer): Promise<VectorSidecar | null> {
-  let bytes: Buffer;
+/** The sidecar when it proves to be built from this very file (read into a slab `release` can free), else null (the reason logged). */
+async function readSidecar(layout: UserLayout, userId: string, content: Buffer): Promise<{ sidecar: VectorSidecar; slab: ArrayBuffer } | null> {
+  let read: { bytes: Buffer; slab: ArrayBuffer };
   let handle: FileHandle | undefined;
   try {
     handle = await open(layout.userFile(userId, VECTOR_SIDECAR_FILE), 'r');
-    bytes = await readWhole(handle, (await handle.stat()).size);
+    const buffer = releasableBuffer((await handle.stat()).size);
+    read = { bytes: await readInto(handle, buffer.bytes), slab: buffer.slab };
   } catch {
     return null;
   } finally {
     await handle?.close().catch(() => undefined);
   }
-  const checked = checkSidecar(bytes, content);
-  if (checked.status === 'valid') return checked.sidecar;
+  const checked = checkSidecar(read.bytes, content);
+  if (checked.status === 'valid') return { sidecar: checked.sidecar, slab: read.slab };
   layout.logger.info({ user_dir: layout.userDir(userId), reason: checked.reason }, 'vector sidecar not used: decoding the vectors from the memories file');
   return null;
 }
@@ -110,6 +136,7 @@ function parseDecoding(content: Buffer, userId: string): Units | null {
   const records: StoredRecord[] = [];
   const vectors: Array<Float32Array | null> = [];
   let slab: Buffer | null = null;
+  let backing: ArrayBuffer | undefined;
   let floats: Float32Array | null = null;
   let bytes = 0;
   const fits = readRecordLines(content, 0, content.length, userId, true, {
@@ -124,7 +151,7 @@ function parseDecoding(content: Buffer, userId: string): Units | null {
       if (slab === null) {
         if (length === 0 || length % 4 !== 0) return false;
         bytes = length;
-        slab = Buffer.alloc(bytes * lines);
+        ({ bytes: slab, slab: backing } = releasableBuffer(bytes * lines));
         floats = new Float32Array(slab.buffer, slab.byteOffset, slab.length / 4);
       }
       const at = records.length - 1;
@@ -135,5 +162,5 @@ function parseDecoding(content: Buffer, userId: string): Units | null {
     reject: () => false,
   });
   if (!fits || incompleteAddStart(records) !== -1) return null;
-  return { records, vectors };
+  return { records, vectors, slab: backing };
 }

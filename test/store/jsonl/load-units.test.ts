@@ -34,4 +34,27 @@ describe('loadUnits', () => {
     // Had the sidecar not been used, the load would have decoded the file and written a new one.
     expect(await sidecarIno(store)).toBe(written);
   });
+
+  it('release frees the vectors at once, after the sidecar write that encodes them', async () => {
+    const store = new JsonlStore(await tempDir(), silentLogger(), { sidecarMinRecords: 2 });
+    await store.init();
+    await store.append('u', [record(0), record(1), record(2)]);
+    const expected = [0, 1, 2].map((seq) => [...vectorOf(seq)]);
+    // No sidecar yet: the load decodes the JSONL and writes one from these very vectors in the background.
+    const decoded = await store.loadUnits('u');
+    expect(decoded.release).toBeDefined();
+    decoded.release!();
+    await store.sidecarsSettled();
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decoded.vectors.map((v) => v!.length)).toEqual([0, 0, 0]);
+    // The sidecar holds the vectors as they were: the next load reads them through it, then frees its own slab.
+    const written = await sidecarIno(store);
+    const read = await store.loadUnits('u');
+    expect(await sidecarIno(store)).toBe(written);
+    expect(read.vectors.map((v) => [...v!])).toEqual(expected);
+    read.release!();
+    expect(read.vectors.map((v) => v!.length)).toEqual([0, 0, 0]);
+    // Another load is unaffected by an earlier one's release.
+    expect((await store.loadUnits('u')).vectors.map((v) => [...v!])).toEqual(expected);
+  });
 });
