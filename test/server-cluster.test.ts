@@ -3,6 +3,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { assertBuilt, COMPILED_MAIN } from './support/compiled.js';
 import { register, tempDir } from './support/helper.js';
 import { freshDatabase } from './support/postgres.js';
 import { freePort, projectRoot, sleep, startServerProcess, type ServerProcess } from './support/server-process.js';
@@ -126,7 +127,8 @@ describe('several server processes on one port', () => {
     const holder = net.createServer();
     await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
     register(() => new Promise<void>((resolve) => holder.close(() => resolve())));
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    await assertBuilt();
+    const child = spawn(process.execPath, [COMPILED_MAIN], {
       cwd: projectRoot,
       env: { ...process.env, ...CLUSTER, MEMORYPOOL_DATA_DIR: await tempDir(), MEMORYPOOL_PORT: String(port), MEMORYPOOL_HOST: '127.0.0.1', MEMORYPOOL_EMBEDDER: 'hash', MEMORYPOOL_TOKEN: '' },
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { COMPILED_CLI } from '../support/compiled.js';
 import { register, tempDir } from '../support/helper.js';
 import { runCli as run } from '../support/run-cli.js';
 import { projectRoot } from '../support/server-process.js';
@@ -13,7 +13,7 @@ describe('memorypool changes', () => {
     expect(page.code).toBe(0);
     expect(page.json).toMatchObject({ events: [{ seq: 1, type: 'added', memory_id: first.json.id, memory: { text: 'the first note' } }], next_cursor: '1' });
 
-    const follower = spawn(process.execPath, ['--import', 'tsx', path.join(projectRoot, 'src/cli/memorypool.ts'), 'changes', '--follow', '--wait', '5'], {
+    const follower = spawn(process.execPath, [COMPILED_CLI, 'changes', '--follow', '--wait', '5'], {
       cwd: projectRoot,
       env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' },
       stdio: ['ignore', 'pipe', 'pipe'],

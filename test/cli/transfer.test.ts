@@ -4,16 +4,17 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { assertBuilt, COMPILED_CLI } from '../support/compiled.js';
 import { tempDir } from '../support/helper.js';
 import { LEGACY_DUPLICATE_LINE, LEGACY_GOOD, LEGACY_MALFORMED_LINES, legacyFileText } from '../support/memorypool-file.js';
 import { freshDatabase } from '../support/postgres.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const cli = path.join(root, 'src/cli/memorypool.ts');
 
-/** The real command (through tsx) with the test embedder; stdout parsed as JSON. */
+/** The real command (compiled, as installed) with the test embedder; stdout parsed as JSON. */
 async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; json: any; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, '--json', ...args], { cwd: root, env: { ...process.env, MEMORYPOOL_EMBEDDER: 'hash', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  await assertBuilt();
+  const child = spawn(process.execPath, [COMPILED_CLI, '--json', ...args], { cwd: root, env: { ...process.env, MEMORYPOOL_EMBEDDER: 'hash', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const closed = once(child, 'close');
   const [stdout, stderr] = await Promise.all([text(child.stdout), text(child.stderr)]);
   const [code] = (await closed) as [number | null];

@@ -6,7 +6,7 @@ import chromium from '@sparticuz/chromium';
 import { chromium as playwright, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { register, tempDir } from '../support/helper.js';
-import { assertBuilt } from '../support/replica-cluster.js';
+import { assertBuilt } from '../support/compiled.js';
 import { projectRoot, startServerProcess } from '../support/server-process.js';
 
 /**

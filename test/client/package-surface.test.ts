@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { projectRoot } from '../support/server-process.js';
 import { tempDir } from '../support/helper.js';
-import { assertBuilt } from '../support/replica-cluster.js';
+import { assertBuilt } from '../support/compiled.js';
 
 /**
  * The package's exports as an application gets them: a fresh node process imports one by name

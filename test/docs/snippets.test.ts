@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { MemoryPoolClient } from 'memorypool-client';
 import { freePort, projectRoot, startServerProcess, type ServerProcess } from '../support/server-process.js';
 import { register, sleep, tempDir } from '../support/helper.js';
-import { assertBuilt } from '../support/replica-cluster.js';
+import { assertBuilt } from '../support/compiled.js';
 import { documents, expectSnippetOutput, SCRIPTED_MODEL, snippet } from '../support/snippets.js';
 
 /**

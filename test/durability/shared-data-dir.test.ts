@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { describe, expect, it } from 'vitest';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { silentLogger } from '../../src/logger.js';
+import { COMPILED_CLI } from '../support/compiled.js';
 import { register, tempDir } from '../support/helper.js';
 import { callJson } from '../support/exercise-tools.js';
 import { runCli } from '../support/run-cli.js';
@@ -250,7 +251,7 @@ describe('several processes on one data directory', () => {
     const server = await startServerProcess({ dataDir });
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: ['--import', 'tsx', path.join(projectRoot, 'src/cli/memorypool.ts'), 'mcp'],
+      args: [COMPILED_CLI, 'mcp'],
       cwd: projectRoot,
       env: { ...(process.env as Record<string, string>), MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' },
       stderr: 'pipe',

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer } from '../../src/main.js';
+import { assertBuilt, COMPILED_CLI } from '../support/compiled.js';
 import { register, tempDir } from '../support/helper.js';
 import { projectRoot } from '../support/server-process.js';
 import { startEdgeServer } from './edge-server.js';
@@ -72,9 +73,10 @@ describe('HTTPS', () => {
   it('memorypool serve --tls-cert --tls-key serves HTTPS', async () => {
     const { cert, key } = await selfSigned();
     const dataDir = await tempDir();
+    await assertBuilt();
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/memorypool.ts', '--data-dir', dataDir, '--embedder', 'hash', 'serve', '--host', '127.0.0.1', '--port', '0', '--tls-cert', cert, '--tls-key', key],
+      [COMPILED_CLI, '--data-dir', dataDir, '--embedder', 'hash', 'serve', '--host', '127.0.0.1', '--port', '0', '--tls-cert', cert, '--tls-key', key],
       { cwd: projectRoot, env: { ...process.env, MEMORYPOOL_LOG_LEVEL: 'info', MEMORYPOOL_TOKEN: '', MEMORYPOOL_TOKENS_FILE: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     const exited = new Promise((resolve) => child.once('exit', resolve));

@@ -5,7 +5,7 @@ import { MemoryPoolClient, NotFoundError } from 'memorypool/client';
 import { memoryTools } from 'memorypool/ai';
 import { startServerProcess } from '../support/server-process.js';
 import { tempDir } from '../support/helper.js';
-import { assertBuilt } from '../support/replica-cluster.js';
+import { assertBuilt } from '../support/compiled.js';
 
 const options = (toolCallId: string) => ({ toolCallId, messages: [], abortSignal: new AbortController().signal });
 

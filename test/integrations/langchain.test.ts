@@ -6,7 +6,7 @@ import { MemoryPoolClient } from 'memorypool/client';
 import { MemoryPoolChatMessageHistory, MemoryPoolRetriever } from 'memorypool/langchain';
 import { startServerProcess } from '../support/server-process.js';
 import { tempDir } from '../support/helper.js';
-import { assertBuilt } from '../support/replica-cluster.js';
+import { assertBuilt } from '../support/compiled.js';
 
 describe('memorypool/langchain against a real server', () => {
   beforeAll(assertBuilt);

@@ -5,19 +5,21 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { describe, expect, it } from 'vitest';
+import { assertBuilt, COMPILED_CLI } from '../support/compiled.js';
 import { register, tempDir } from '../support/helper.js';
 import { freshDatabase, withClient } from '../support/postgres.js';
 import { callJson, exerciseBadArguments, exerciseEveryTool } from '../support/exercise-tools.js';
 import { startReceiver } from '../support/otlp-receiver.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const cli = path.join(root, 'src/cli/memorypool.ts');
+const cli = COMPILED_CLI;
 
-/** `memorypool mcp` as a real child process (from source, through tsx), with the test embedder. */
+/** `memorypool mcp` as a real child process (compiled, as installed), with the test embedder. */
 async function connect(dataDir: string, env: Record<string, string> = {}): Promise<{ client: Client; stderr: () => string }> {
+  await assertBuilt();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', cli, 'mcp'],
+    args: [cli, 'mcp'],
     cwd: root,
     env: { ...(process.env as Record<string, string>), MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash', ...env },
     stderr: 'pipe',
@@ -75,7 +77,7 @@ describe('memorypool mcp (stdio)', () => {
 
   it('answers a call sent just before stdin closes, then exits 0', async () => {
     const dataDir = await tempDir();
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, 'mcp'], { cwd: root, env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' } });
+    const child = spawn(process.execPath, [cli, 'mcp'], { cwd: root, env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' } });
     let stdout = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));

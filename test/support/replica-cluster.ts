@@ -1,8 +1,7 @@
-import { readdir, stat } from 'node:fs/promises';
-import path from 'node:path';
 import { expect } from 'vitest';
-import { projectRoot, request, startServerProcess, type ServerProcess } from './server-process.js';
+import { request, startServerProcess, type ServerProcess } from './server-process.js';
 import { tempDir } from './helper.js';
+import { assertBuilt, COMPILED_MAIN } from './compiled.js';
 
 /**
  * Replicas as users run them: `node dist/src/main.js` processes on loopback ports, each with a
@@ -10,30 +9,13 @@ import { tempDir } from './helper.js';
  * Each is killed after the test (the durability helper registers that).
  */
 
-const ENTRY = 'dist/src/main.js';
-
-/** The replicas (and the package's exports) run the compiled code: a dist/ older than src/ would test yesterday's code. */
-export async function assertBuilt(): Promise<void> {
-  const entry = await stat(path.join(projectRoot, ENTRY)).catch(() => null);
-  if (entry === null) throw new Error(`${ENTRY} is missing: run \`npm run build\` first`);
-  // The server's sources and the client package's, each beside the folder it compiles to.
-  for (const [sources, output] of [['src', 'dist/src'], ['packages/client/src', 'packages/client/dist']]) {
-    for (const file of await readdir(path.join(projectRoot, sources), { recursive: true })) {
-      if (!file.endsWith('.ts')) continue;
-      const source = await stat(path.join(projectRoot, sources, file));
-      const compiled = await stat(path.join(projectRoot, output, file.replace(/\.ts$/, '.js'))).catch(() => null);
-      if (compiled === null || compiled.mtimeMs < source.mtimeMs) throw new Error(`${output}/ is older than ${sources}/${file}: run \`npm run build\` first`);
-    }
-  }
-}
-
 export async function startReplicas(count: number, databaseUrl: string, env: Record<string, string> = {}): Promise<ServerProcess[]> {
   await assertBuilt();
   return Promise.all(
     Array.from({ length: count }, async () =>
       startServerProcess({
         dataDir: await tempDir('memorypool-replica-'),
-        entry: ENTRY,
+        entry: COMPILED_MAIN,
         env: { MEMORYPOOL_DATABASE_URL: databaseUrl, ...env },
         startTimeoutMs: 30_000,
       }),

@@ -1,8 +1,6 @@
 import { spawn } from 'node:child_process';
-import path from 'node:path';
+import { assertBuilt, COMPILED_CLI } from './compiled.js';
 import { projectRoot } from './server-process.js';
-
-const cli = path.join(projectRoot, 'src/cli/memorypool.ts');
 
 export interface CliResult {
   code: number | null;
@@ -11,10 +9,11 @@ export interface CliResult {
   json: any;
 }
 
-/** Runs the real command (from source, through tsx) on a data dir, with the test embedder. */
-export function runCli(dataDir: string, args: string[], stdin?: string): Promise<CliResult> {
+/** Runs the real command (compiled, as installed) on a data dir, with the test embedder. */
+export async function runCli(dataDir: string, args: string[], stdin?: string): Promise<CliResult> {
+  await assertBuilt();
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+    const child = spawn(process.execPath, [COMPILED_CLI, ...args], {
       cwd: projectRoot,
       env: { ...process.env, MEMORYPOOL_DATA_DIR: dataDir, MEMORYPOOL_EMBEDDER: 'hash' },
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { assertBuilt, COMPILED_MAIN } from './compiled.js';
 import { register, sleep } from './helper.js';
 
 /**
- * The real server as a child process (`node --import tsx src/main.ts`), for the tests that must
+ * The real server as a child process (`node dist/src/main.js`, compiled), for the tests that must
  * see what a process does: signals, crashes, restarts, its stderr. Traffic stays on 127.0.0.1,
  * every wait is bounded, and the child is killed after the test whatever happens.
  */
@@ -37,7 +38,7 @@ export interface ServerProcess {
 
 export interface StartOptions {
   dataDir: string;
-  /** The script to run (default src/main.ts; a .js entry runs without tsx). */
+  /** The script to run (default the compiled server; a .ts entry runs through tsx). */
   entry?: string;
   /** Arguments after the script (`serve` for the CLI). */
   args?: string[];
@@ -85,7 +86,9 @@ export async function startServerProcess(options: StartOptions): Promise<ServerP
 
 async function startOnce(options: StartOptions, port: number): Promise<ServerProcess> {
   // A compiled entry (dist/...js) runs as users run it, without the TypeScript loader.
-  const args = [...(options.entry?.endsWith('.js') ? [options.entry] : ['--import', 'tsx', options.entry ?? 'src/main.ts']), ...(options.args ?? [])];
+  const entry = options.entry ?? COMPILED_MAIN;
+  if (entry === COMPILED_MAIN) await assertBuilt();
+  const args = [...(entry.endsWith('.ts') ? ['--import', 'tsx', entry] : [entry]), ...(options.args ?? [])];
   const [command, commandArgs] =
     options.fileSizeLimitKb === undefined
       ? [process.execPath, args]
