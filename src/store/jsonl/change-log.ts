@@ -216,16 +216,28 @@ export class ChangeLog {
     return { events, place: { id, offset } };
   }
 
+  /** The last whole line's seq (0: no events), read back from the end: no scan of the file. */
   async lastSeq(): Promise<number> {
-    return (await this.refresh())?.lastSeq ?? 0;
+    const handle = await open(this.file, 'r').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return null;
+      throw storageError(error);
+    });
+    if (handle === null) return 0;
+    try {
+      return readTail(handle.fd, (await handle.stat()).size).lastSeq;
+    } finally {
+      await handle.close().catch(() => undefined);
+    }
   }
 
-  /** Drops the events older than the cutoff but the newest one (under the lock); returns how many went. */
+  /**
+   * Drops the events older than the cutoff but the newest one (under the lock); returns how many
+   * went. Only the first line is read unless some must go: every process runs this at start and
+   * hourly, and a feed of millions of events must not be scanned each time.
+   */
   async prune(cutoffMs: number): Promise<number> {
-    const index = await this.refresh();
-    if (!index || index.lines <= 1) return 0;
-    const first = await this.read(index.firstSeq - 1, 1);
-    if (first.events.length === 0 || Date.parse(first.events[0].at) >= cutoffMs) return 0;
+    const first = await this.firstEvent();
+    if (first === null || Date.parse(first.at) >= cutoffMs) return 0;
     return withFileLock(this.lockFile, async () => {
       const kept: string[] = [];
       let dropped = 0;
@@ -246,6 +258,25 @@ export class ChangeLog {
     }, this.lockOptions);
   }
 
+  /** The file's first event (null: no file, or no whole line yet). */
+  private async firstEvent(): Promise<ChangeEvent | null> {
+    const size = await stat(this.file).then(
+      (stats) => stats.size,
+      (error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return 0;
+        throw storageError(error);
+      },
+    );
+    let first: ChangeEvent | null = null;
+    if (size > 0) {
+      await scanLines(this.file, 0, size, (line) => {
+        first = JSON.parse(line) as ChangeEvent;
+        return false;
+      });
+    }
+    return first;
+  }
+
   /** Brings the read index up to the file: the appended lines only, or the whole file when it was replaced. */
   private async refresh(): Promise<ReadIndex | null> {
     let stats: Awaited<ReturnType<typeof stat>>;
@@ -263,15 +294,21 @@ export class ChangeLog {
     if (stats.size > index.covered) {
       const grown = index;
       let offset = grown.covered;
+      let last: string | null = null;
+      // Only the lines the index keeps are parsed (the first, every MARK_EVERY-th, the last): a
+      // first read of a feed of millions of events costs a pass over its bytes, not a parse of each.
       await scanLines(this.file, grown.covered, stats.size, (line, start, end) => {
-        const seq = (JSON.parse(line) as ChangeEvent).seq;
-        if (grown.lines === 0) grown.firstSeq = seq;
-        if (grown.lines % MARK_EVERY === 0) grown.marks.push({ seq, offset: start });
+        if (grown.lines === 0 || grown.lines % MARK_EVERY === 0) {
+          const seq = (JSON.parse(line) as ChangeEvent).seq;
+          if (grown.lines === 0) grown.firstSeq = seq;
+          if (grown.lines % MARK_EVERY === 0) grown.marks.push({ seq, offset: start });
+        }
         grown.lines++;
-        grown.lastSeq = seq;
+        last = line;
         offset = end;
         return true;
       });
+      if (last !== null) grown.lastSeq = (JSON.parse(last) as ChangeEvent).seq;
       grown.covered = offset;
     }
     this.index = index;
