@@ -10,8 +10,8 @@ import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The server (`node dist/src/main.js`). */
-export const COMPILED_MAIN = 'dist/src/main.js';
+/** The server (`node dist/src/main.js`), absolute like the CLI's, so a child's own cwd does not matter. */
+export const COMPILED_MAIN = path.join(root, 'dist/src/main.js');
 /** The command line (`memorypool`). */
 export const COMPILED_CLI = path.join(root, 'dist/src/cli/memorypool.js');
 
@@ -24,7 +24,7 @@ export function assertBuilt(): Promise<void> {
 }
 
 async function checkBuilt(): Promise<void> {
-  const entry = await stat(path.join(root, COMPILED_MAIN)).catch(() => null);
+  const entry = await stat(COMPILED_MAIN).catch(() => null);
   if (entry === null) throw new Error(`${COMPILED_MAIN} is missing: run \`npm run build\` first`);
   // The server's sources and the client package's, each beside the folder it compiles to.
   for (const [sources, output] of [['src', 'dist/src'], ['packages/client/src', 'packages/client/dist']]) {

@@ -298,10 +298,10 @@ export class ChangeLog {
       // Only the lines the index keeps are parsed (the first, every MARK_EVERY-th, the last): a
       // first read of a feed of millions of events costs a pass over its bytes, not a parse of each.
       await scanLines(this.file, grown.covered, stats.size, (line, start, end) => {
-        if (grown.lines === 0 || grown.lines % MARK_EVERY === 0) {
+        if (grown.lines % MARK_EVERY === 0) {
           const seq = (JSON.parse(line) as ChangeEvent).seq;
           if (grown.lines === 0) grown.firstSeq = seq;
-          if (grown.lines % MARK_EVERY === 0) grown.marks.push({ seq, offset: start });
+          grown.marks.push({ seq, offset: start });
         }
         grown.lines++;
         last = line;
