@@ -140,22 +140,27 @@ export function threadCpuSeconds(pids: readonly number[]): ThreadTimes {
 
 /**
  * Where the server's CPU went, per message (or request), by thread: the main threads (HTTP,
- * scoring, indexes; one per server process, the cluster primary's handing out connections
- * included), the encoder's threads (the `encoderThreads` busiest workers: one per copy of the
+ * and scoring and indexes where no service threads run; one per server process, the cluster
+ * primary's handing out connections included), the service threads (src/threads/: scoring,
+ * indexes, the store's writes), the encoder's threads (the `encoderThreads` busiest workers: one per copy of the
  * model), the libuv pool (file I/O) and the rest (GC, V8).
  */
 export function threadCpuMsPer(before: ThreadTimes, after: ThreadTimes, count: number, encoderThreads: number) {
   const used = [...after].map(([id, thread]) => ({ id, name: thread.name, main: thread.main, seconds: thread.seconds - (before.get(id)?.seconds ?? 0) }));
   const main = used.filter((thread) => thread.main);
   const pool = used.filter((thread) => thread.name.startsWith('libuv-worker'));
-  const others = used.filter((thread) => !thread.main && !pool.includes(thread)).sort((a, b) => b.seconds - a.seconds);
-  const encoders = others.slice(0, encoderThreads);
+  // The server names its own threads (src/telemetry/thread-name.ts); a server that does not, the busiest.
+  const services = used.filter((thread) => thread.name.startsWith('mp-service'));
+  const named = used.filter((thread) => thread.name.startsWith('mp-encoder'));
+  const others = used.filter((thread) => !thread.main && !pool.includes(thread) && !services.includes(thread) && !named.includes(thread)).sort((a, b) => b.seconds - a.seconds);
+  const encoders = named.length > 0 ? named : others.slice(0, encoderThreads);
   const ms = (seconds: number) => round((seconds * 1000) / Math.max(count, 1), 3);
   const sum = (list: typeof used) => list.reduce((total, thread) => total + thread.seconds, 0);
   return {
     main: ms(sum(main)),
+    service_threads: ms(sum(services)),
     encoder: ms(sum(encoders)),
     file_io_pool: ms(sum(pool)),
-    other_threads: ms(sum(others.slice(encoderThreads))),
+    other_threads: ms(sum(named.length > 0 ? others : others.slice(encoderThreads))),
   };
 }

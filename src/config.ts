@@ -83,6 +83,13 @@ const configSchema = z.object({
     .union([z.literal('auto'), z.coerce.number().int().min(1).max(64)])
     .default(1)
     .transform((value) => (value === 'auto' ? os.availableParallelism() : value)),
+  /**
+   * Service threads of a server process (src/threads/): each holds the users it owns and scores
+   * their searches, the main thread keeping HTTP and the encoder's queue. 0 (the default) runs
+   * the service on the main thread: on the 2-core machines measured, the threads raised Adds
+   * and random-user Searches but cost Search throughput at 256 clients and RSS (bench/README.md).
+   */
+  threads: z.coerce.number().int().min(0).max(64).default(0),
   embedderUrl: z.string().url().optional(),
   embedderModel: z.string().min(1).optional(),
   embedderDimensions: z.coerce.number().int().positive().optional(),
@@ -169,6 +176,7 @@ const ENV_NAMES: Record<keyof z.infer<typeof configSchema>, string> = {
   encoderThreads: 'MEMORYPOOL_ENCODER_THREADS',
   encoderWorkers: 'MEMORYPOOL_ENCODER_WORKERS',
   processes: 'MEMORYPOOL_PROCESSES',
+  threads: 'MEMORYPOOL_THREADS',
   embedderUrl: 'MEMORYPOOL_EMBEDDER_URL',
   embedderModel: 'MEMORYPOOL_EMBEDDER_MODEL',
   embedderDimensions: 'MEMORYPOOL_EMBEDDER_DIMENSIONS',

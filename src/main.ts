@@ -3,13 +3,19 @@ import { pathToFileURL } from 'node:url';
 import { isTls, loadConfig, type Config } from './config.js';
 import { httpServerFactory } from './http/http-server.js';
 import { Authenticator } from './http/auth.js';
+import type { Embedder } from './embedding/embedder.js';
 import { createLogger, type Logger } from './logger.js';
+import type { MemoryApi } from './memory/memory-api.js';
 import type { MemoryService } from './memory/memory-service.js';
 import { openService } from './open-service.js';
 import { buildServerApp } from './server-app.js';
 import { packageVersion } from './http/package-files.js';
 import { startTracing } from './telemetry/tracing-start.js';
 import { runCluster, runsCluster, sweepsRetention } from './server-cluster.js';
+import { openServiceThreads } from './threads/service-threads.js';
+
+/** What the server runs on: the service on this thread, or on its service threads (src/threads/). */
+type ServerService = MemoryApi & Pick<MemoryService, 'dataDir' | 'count' | 'purgeOlderThan' | 'sweepExpired' | 'pruneChanges' | 'startWebhooks' | 'endLongPolls'>;
 
 export interface RunningServer {
   url: string;
@@ -23,7 +29,8 @@ export async function startServer(config: Config, options: { handleSignals?: boo
   const serverFactory = httpServerFactory(config);
   // Before the service opens, so that the spans of its first requests are recorded.
   const tracing = config.tracing === null ? null : await startTracing({ ...config.tracing, serviceVersion: packageVersion() });
-  const opened = await openService(config, { role: 'server' });
+  const opened: { service: ServerService; embedder: Embedder; logger: Logger; close(): Promise<void> } =
+    config.threads > 0 ? await openServiceThreads(config, { onFailure: threadFailed, serviceVersion: packageVersion() }) : await openService(config, { role: 'server' });
   const { service, embedder, logger } = opened;
   const app = await buildServerApp({
     service,
@@ -111,7 +118,7 @@ function startHourly(sweep: () => Promise<void>, logger: Logger, failure: string
 }
 
 /** Purges memories ingested more than `days` ago: now, then every hour. */
-function startRetention(service: MemoryService, days: number, logger: Logger): NodeJS.Timeout {
+function startRetention(service: ServerService, days: number, logger: Logger): NodeJS.Timeout {
   return startHourly(async () => {
     const purged = await service.purgeOlderThan(Date.now() - days * 86_400_000);
     if (purged > 0) logger.info({ purged, retention_days: days }, 'retention: purged expired memories');
@@ -119,7 +126,7 @@ function startRetention(service: MemoryService, days: number, logger: Logger): N
 }
 
 /** Drops the change feed's events older than `days`: now, then every hour (any process may; they take the feed's lock). */
-function startChangesPrune(service: MemoryService, days: number, logger: Logger): NodeJS.Timeout {
+function startChangesPrune(service: ServerService, days: number, logger: Logger): NodeJS.Timeout {
   return startHourly(async () => {
     const pruned = await service.pruneChanges(days);
     if (pruned > 0) logger.info({ pruned, changes_days: days }, 'change feed: dropped events past its retention');
@@ -129,7 +136,7 @@ function startChangesPrune(service: MemoryService, days: number, logger: Logger)
 /** How often the expired memories are deleted for good (they are invisible from their instant on; this only reclaims space). */
 const EXPIRY_SWEEP_MS = 60 * 1000;
 
-function startExpirySweep(service: MemoryService, logger: Logger): NodeJS.Timeout {
+function startExpirySweep(service: ServerService, logger: Logger): NodeJS.Timeout {
   const timer = setInterval(() => {
     service.sweepExpired().then(
       (swept) => {
@@ -140,6 +147,16 @@ function startExpirySweep(service: MemoryService, logger: Logger): NodeJS.Timeou
   }, EXPIRY_SWEEP_MS);
   timer.unref();
   return timer;
+}
+
+/**
+ * A service thread that dies leaves its users unserved and may leave their lock files held by this
+ * (live) process, which no other would then break: the process stops, as one whose only thread
+ * threw would, for its supervisor to start it again.
+ */
+function threadFailed(error: Error): void {
+  process.stderr.write(`memorypool: a service thread failed: ${error.message}\n`);
+  process.exit(1);
 }
 
 function isLoopback(host: string): boolean {

@@ -39,9 +39,19 @@ export function openStore(location: { dataDir?: string; databaseUrl?: string }, 
   return new JsonlMemoryStore(location.dataDir, logger);
 }
 
+/** How a server's service thread opens its part (src/threads/service-thread.ts). */
+export interface ThreadPart {
+  /** The encoder, which the process's main thread runs for every thread (a port to it). */
+  embedder: Embedder;
+  /** The users this thread answers for: it loads only these at the start. */
+  owns: (userId: string) => boolean;
+  /** Its share of MEMORYPOOL_CACHE_MB (the users are spread evenly over the threads). */
+  cacheShare: number;
+}
+
 export async function openService(
   config: Config,
-  options: { role: ServiceRole } & Pick<MemoryServiceOptions, 'indexFlushDelayMs'>,
+  options: { role: ServiceRole; part?: ThreadPart } & Pick<MemoryServiceOptions, 'indexFlushDelayMs'>,
 ): Promise<OpenedService> {
   const server = options.role === 'server';
   const logger = createLogger(server || config.logLevel !== 'info' ? config.logLevel : 'warn');
@@ -52,13 +62,14 @@ export async function openService(
   const webhooks = server && config.webhooksFile !== undefined ? readWebhooksFile(config.webhooksFile) : [];
   // Before the encoder starts: a reranker folder that is not one fails the start here, in one line.
   const reranker = createReranker(config);
-  const embedder = createEmbedder(config);
+  const embedder = options.part?.embedder ?? createEmbedder(config);
   let service: MemoryService;
   try {
     await reranker?.ready();
     service = await MemoryService.open({
       store: openStore({ dataDir, databaseUrl }, logger),
-      cacheBytes,
+      cacheBytes: cacheBytes === undefined || options.part === undefined ? cacheBytes : Math.floor(cacheBytes * options.part.cacheShare),
+      owns: options.part?.owns,
       embedder,
       logger,
       preload: server,

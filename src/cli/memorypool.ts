@@ -56,10 +56,11 @@ program
   .option('--retention-days <days>', 'purge memories ingested more than this many days ago')
   .option('--cache-mb <mib>', 'memory budget for the users held in memory (env MEMORYPOOL_CACHE_MB)')
   .option('--processes <n>', 'server processes sharing the port, to spread HTTP and scoring over the cores; auto: one per core (env MEMORYPOOL_PROCESSES, default 1)')
+  .option('--threads <n>', 'service threads of the server process, each holding the users it owns; 0: the service on the main thread (env MEMORYPOOL_THREADS, default 0)')
   .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (chain); needs --tls-key (env MEMORYPOOL_TLS_CERT)')
   .option('--tls-key <file>', 'the PEM private key for --tls-cert (env MEMORYPOOL_TLS_KEY)')
-  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string; processes?: string; tlsCert?: string; tlsKey?: string }) => {
-    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb, processes: options.processes, tlsCert: options.tlsCert, tlsKey: options.tlsKey });
+  .action(async (options: { host?: string; port?: string; token?: string; tokensFile?: string; retentionDays?: string; cacheMb?: string; processes?: string; threads?: string; tlsCert?: string; tlsKey?: string }) => {
+    const config = loadConfig({ ...globalConfig(), host: options.host, port: options.port, token: options.token, tokensFile: options.tokensFile, retentionDays: options.retentionDays, cacheMb: options.cacheMb, processes: options.processes, threads: options.threads, tlsCert: options.tlsCert, tlsKey: options.tlsKey });
     // The HTTP server's modules load only for `serve`: the data commands start in about half the time.
     const { serve } = await import('../main.js');
     await serve(config);

@@ -1,6 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EmbedOptions } from './embedder.js';
 import { createLocalEncoder, type LocalEncoderOptions } from './local-encoder.js';
+import { nameThisThread } from '../telemetry/thread-name.js';
 
 /**
  * Runs the ONNX model on its own thread. onnxruntime-node executes a session synchronously on
@@ -8,6 +9,7 @@ import { createLocalEncoder, type LocalEncoderOptions } from './local-encoder.js
  * Messages: `{ id, texts, priority }` in (a query's priority picks a model's query prefix); `{ id, vectors, startedAt, endedAt }` (one flat Float32Array, transferred; the run's epoch ms) or
  * `{ id, error }` out; `{ id: 0, ready: true }` once the model has loaded.
  */
+nameThisThread('mp-encoder');
 const embedder = createLocalEncoder(workerData as LocalEncoderOptions);
 const port = parentPort!;
 

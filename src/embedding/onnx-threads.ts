@@ -88,13 +88,13 @@ export function holdOnnxRuntime(): void {
 }
 
 /**
- * The compiled worker beside this file; when the sources run directly (tests, through tsx), a
+ * The compiled worker beside this file (or the module `beside` names); when the sources run directly (tests, through tsx), a
  * bootstrap that registers tsx's loader in the worker and then imports the TypeScript worker.
  */
-export function workerEntry(name: string): { file: URL | string; eval: boolean } {
-  const compiled = new URL(`./${name}.js`, import.meta.url);
+export function workerEntry(name: string, beside: string = import.meta.url): { file: URL | string; eval: boolean } {
+  const compiled = new URL(`./${name}.js`, beside);
   if (existsSync(fileURLToPath(compiled))) return { file: compiled, eval: false };
   const tsxApi = pathToFileURL(path.join(path.dirname(createRequire(import.meta.url).resolve('tsx/package.json')), 'dist/esm/api/index.mjs')).href;
-  const source = new URL(`./${name}.ts`, import.meta.url).href;
+  const source = new URL(`./${name}.ts`, beside).href;
   return { file: `import(${JSON.stringify(tsxApi)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source)}); })`, eval: true };
 }

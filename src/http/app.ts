@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyServerFactory } from 'fastify';
 import { AppError, createError, errors, isAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import { Authenticator } from './auth.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
@@ -17,7 +17,7 @@ import { registerCors } from './cors.js';
 import { registerRequestTracing } from './request-tracing.js';
 
 export interface AppOptions {
-  service: MemoryService;
+  service: MemoryApi;
   authenticator: Authenticator;
   logger: Logger;
   topKMax?: number;

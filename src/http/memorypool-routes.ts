@@ -1,19 +1,19 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createError } from '../errors.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import { invoke, runAction, type Action } from '../protocol/invoke.js';
 import { addParamsSchema, DEFAULT_USER, idParamsSchema, listParamsSchema, updateBodySchema, userScopeSchema } from '../protocol/memorypool-schemas.js';
 import { listPageOf, OPERATION_TABLE as op, scopesOf } from '../protocol/operations.js';
 import { serveOperation } from './operation-route.js';
 import { packageVersion } from './package-files.js';
-import { authorizeUser } from './request-context.js';
+import { authorizeUser, userCheck } from './request-context.js';
 import { parseOr400 } from '../protocol/validation.js';
 
 /** The MemoryPool protocol: /health, /mem, /invoke, plus deleting a user's data for good. */
-export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemoryService): void {
+export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemoryApi): void {
   /** The action on the query and path parameters together, as /invoke would run it. */
   const asAction = (action: Action) => (request: FastifyRequest) =>
-    runAction(service, action, { ...(request.query as object), ...(request.params as object) }, (userId) => authorizeUser(request, userId), 'http');
+    runAction(service, action, { ...(request.query as object), ...(request.params as object) }, userCheck(request), 'http');
 
   serveOperation(app, op.health, async () => ({ ok: true, service: 'memorypool', version: packageVersion(), count: await service.healthCount() }));
 
@@ -26,14 +26,14 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
 
   serveOperation(app, op.search, asAction('search'));
   // The POST forms: the same actions on a JSON body (where a `where` expression fits).
-  const onBody = (action: Action) => (request: FastifyRequest) => runAction(service, action, bodyObject(request.body), (userId) => authorizeUser(request, userId), 'http');
+  const onBody = (action: Action) => (request: FastifyRequest) => runAction(service, action, bodyObject(request.body), userCheck(request), 'http');
   serveOperation(app, op.find, onBody('search'));
   serveOperation(app, op.page, onBody('page'));
   serveOperation(app, op.purge, onBody('purge'));
   serveOperation(app, op.batch, onBody('batch'));
   serveOperation(app, op.list, async (request, reply) => {
     const input = parseOr400(listParamsSchema, request.query ?? {});
-    const page = await listPageOf(service, input, (userId) => authorizeUser(request, userId));
+    const page = await listPageOf(service, input, userCheck(request));
     if (page.nextCursor !== null) {
       reply.header('x-next-cursor', page.nextCursor);
       reply.header('link', `<${nextPageUrl(request.url, page.nextCursor)}>; rel="next"`);
@@ -64,7 +64,7 @@ export function registerMemoryPoolRoutes(app: FastifyInstance, service: MemorySe
   serveOperation(app, op.history, asAction('history'));
   serveOperation(app, op.delete, asAction('delete'));
 
-  app.post('/invoke', async (request) => invoke(service, request.body, (userId) => authorizeUser(request, userId)));
+  app.post('/invoke', async (request) => invoke(service, request.body, userCheck(request)));
 
   serveOperation(app, op.deleteUser, async (request) => {
     const { user_id: userId } = parseOr400(userScopeSchema, request.params);

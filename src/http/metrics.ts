@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BatchObserver } from '../embedding/embedder.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import { clusterMetricsText, isClusterWorker, shareMetrics } from '../server-cluster.js';
 
 /**
@@ -28,7 +28,7 @@ export class ServiceMetrics {
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly latency: Histogram<'method' | 'route'>;
 
-  constructor(service: MemoryService) {
+  constructor(service: MemoryApi) {
     const registers = [this.registry];
     this.requests = new Counter({ name: 'memorypool_http_requests_total', help: 'HTTP requests answered, by route pattern and status', labelNames: ['method', 'route', 'status'], registers });
     this.latency = new Histogram({
@@ -60,7 +60,7 @@ export class ServiceMetrics {
       help: "Users whose HNSW index is still being read or rebuilt (their searches score exhaustively meanwhile)",
       registers,
       // A user not held in memory has no index being read.
-      collect: function () { this.set(service.indexesInProgress()); },
+      collect: async function () { this.set(await service.indexesInProgress()); },
     });
 
     // The encoder's figures exist only where its calls are pooled (the ONNX and HTTP embedders,

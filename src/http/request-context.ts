@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { UserCheck } from '../protocol/operations.js';
 import { assertUserAllowed, type Authenticator, type TokenGrant } from './auth.js';
 
 declare module 'fastify' {
@@ -22,4 +23,9 @@ export function authHook(authenticator: Authenticator, alsoPublic: readonly stri
 /** Every route that touches a user's data calls this with the user it resolved. */
 export function authorizeUser(request: FastifyRequest, userId: string): void {
   assertUserAllowed(request.grant, userId);
+}
+
+/** `authorizeUser` for the request as an operation's user check, its scope attached as data (operations.ts, `UserCheck`). */
+export function userCheck(request: FastifyRequest): UserCheck {
+  return Object.assign((userId: string) => authorizeUser(request, userId), { prefixes: request.grant?.userPrefixes ?? null });
 }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { createError } from '../errors.js';
-import type { MemoryService } from '../memory/memory-service.js';
-import { authorizeUser } from '../http/request-context.js';
+import type { MemoryApi } from '../memory/memory-api.js';
+import { userCheck } from '../http/request-context.js';
 
 /**
  * The MCP SDK and its tools, imported at the first /mcp request: they are a third of the
@@ -20,10 +20,10 @@ function loadMcp() {
  * and its scope applies to each tool call. GET (a server-to-client stream) and DELETE (ending
  * a session) have nothing to serve without sessions: 405, as the transport's spec allows.
  */
-export function registerMcpRoute(app: FastifyInstance, service: MemoryService): void {
+export function registerMcpRoute(app: FastifyInstance, service: MemoryApi): void {
   const handler = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await loadMcp();
-    const server = createMcpServer(service, (userId) => authorizeUser(request, userId));
+    const server = createMcpServer(service, userCheck(request));
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     reply.hijack();
     reply.raw.once('close', () => {

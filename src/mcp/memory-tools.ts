@@ -1,7 +1,7 @@
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { isAppError } from '../errors.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import { runAction, type Action } from '../protocol/invoke.js';
 import { packageVersion } from '../http/package-files.js';
 import { inputJsonSchema } from '../protocol/json-schema.js';
@@ -18,7 +18,7 @@ interface MemoryTool {
   name: string;
   description: string;
   inputSchema: Tool['inputSchema'];
-  run(service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<unknown>;
+  run(service: MemoryApi, args: Record<string, unknown>, checkUser: UserCheck): Promise<unknown>;
 }
 
 /** Where a tool answers more than its action: recall gives each hit's standalone `content`, for the model to quote. */
@@ -49,7 +49,7 @@ const TOOL_LIST: Tool[] = MEMORY_TOOLS.map(({ name, description, inputSchema }) 
  * transport) or nothing (stdio: the local user owns the data directory). `pending`, when given,
  * holds each tool call until it has answered, so a transport can wait for them before closing.
  */
-export function createMcpServer(service: MemoryService, checkUser: UserCheck, pending?: Set<Promise<unknown>>): Server {
+export function createMcpServer(service: MemoryApi, checkUser: UserCheck, pending?: Set<Promise<unknown>>): Server {
   const server = new Server({ name: 'memorypool', version: packageVersion() }, { capabilities: { tools: {} } });
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: TOOL_LIST }));
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
@@ -66,7 +66,7 @@ export function createMcpServer(service: MemoryService, checkUser: UserCheck, pe
 }
 
 /** Each call is a span (the MCP semantic conventions' name and attributes), over the operation's. */
-function callTool(tool: MemoryTool, service: MemoryService, args: Record<string, unknown>, checkUser: UserCheck): Promise<CallToolResult> {
+function callTool(tool: MemoryTool, service: MemoryApi, args: Record<string, unknown>, checkUser: UserCheck): Promise<CallToolResult> {
   return withSpan(`tools/call ${tool.name}`, { 'mcp.method.name': 'tools/call', 'gen_ai.tool.name': tool.name, 'gen_ai.operation.name': 'execute_tool' }, async (span): Promise<CallToolResult> => {
     try {
       const result = await tool.run(service, args, checkUser);

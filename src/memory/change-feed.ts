@@ -29,6 +29,8 @@ export interface ChangesRequest {
   userId?: string;
   /** Whether the caller may see a user's events (a scoped token sees only its users'). */
   allowed: (userId: string) => boolean;
+  /** `allowed` as data, where the door knows it (see `UserCheck`): the user prefixes it allows, null for every user. */
+  prefixes?: readonly string[] | null;
 }
 
 export interface ChangesPage {

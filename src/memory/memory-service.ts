@@ -55,6 +55,11 @@ export interface MemoryServiceOptions {
   logger?: Logger;
   /** Load every user at open (the server); the CLI loads only the users it touches. */
   preload?: boolean;
+  /**
+   * The users this service answers for, where several services of one process share the pool
+   * (the server's threads, src/threads/): the start's background loading loads only these.
+   */
+  owns?: (userId: string) => boolean;
   weights?: Partial<RetrievalWeights>;
   /** A reranker for the best hits of each Search (MEMORYPOOL_RERANKER_DIR; rerank-hits.ts). The service does not close it. */
   rerank?: RerankSettings;
@@ -93,6 +98,7 @@ export class MemoryService {
   private readonly feed: ChangeFeed;
   private readonly hooks: WebhookDeliverer;
   private readonly preload: boolean;
+  private readonly owns: (userId: string) => boolean;
   private inFlight = 0;
   /** Memories stored, as of the last count plus this service's own writes since. */
   private total = 0;
@@ -111,6 +117,7 @@ export class MemoryService {
     this.store = options.store;
     this.weights = resolveWeights(options.weights);
     this.preload = options.preload ?? true;
+    this.owns = options.owns ?? (() => true);
     this.lifecycle = new IndexLifecycle({
       cache: this.store.indexCache,
       modelId: this.embedder.modelId,
@@ -174,6 +181,7 @@ export class MemoryService {
       // every user's folder): a large pool loads each user on its first request instead.
       if ((await this.store.countUsers()) > WARM_UP_MAX_USERS) return;
       for (const userId of await this.store.listUsers()) {
+        if (!this.owns(userId)) continue;
         await this.idleFor(0);
         if (this.closing || this.cache.full) return;
         const state = await this.cache.get(userId);
@@ -396,9 +404,9 @@ export class MemoryService {
     return this.store.listUsers();
   }
 
-  /** Per-user figures without loading anyone (see pool-stats.ts). */
-  stats(): Promise<PoolStats> {
-    return poolStats(this.context);
+  /** Per-user figures without loading anyone (see pool-stats.ts); with `only`, of those users alone. */
+  stats(only?: (userId: string) => boolean): Promise<PoolStats> {
+    return poolStats(this.context, only);
   }
 
 

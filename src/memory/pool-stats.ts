@@ -38,14 +38,16 @@ export function expiredHeld(service: ServiceContext): number {
  * Per-user figures without loading anyone: users this replica holds come from memory (brought
  * up to date), the others from the store's figures (`poolFigures`: kept between calls, only the
  * users written since read again), so a pool larger than the cache can be described without
- * evicting what is cached, or reading every user.
+ * evicting what is cached, or reading every user. With `only`, the figures of those users alone
+ * (a server's service thread describes the users it owns: src/threads/).
  */
-export async function poolStats(service: ServiceContext): Promise<PoolStats> {
+export async function poolStats(service: ServiceContext, only?: (userId: string) => boolean): Promise<PoolStats> {
   const perUser: PoolStats['per_user'] = [];
   let count = 0;
   const nowMs = service.now();
   for (const stored of await service.store.poolFigures(nowMs)) {
     const { userId } = stored;
+    if (only && !only(userId)) continue;
     const cached = service.cache.peek(userId) ? await service.existingUser(userId) : null;
     // Expired memories are not counted, as no other door shows them (the sweep deletes them later).
     const visible = cached ? [...cached.records.values()].filter((record) => !cached.expiring || service.visible(record, nowMs)) : [];

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { createError, isAppError, type AppError } from '../errors.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import type { BatchOperation, BatchOutcome } from '../memory/types.js';
 import { BATCH_OPERATION_SCHEMAS, type batchParamsSchema } from './memorypool-schemas.js';
 import { parseOr400 } from './validation.js';
@@ -14,7 +14,7 @@ import { parseOr400 } from './validation.js';
 /** One operation's answer: its status as its own route would have answered, and the memory, the id deleted or the error. */
 export type BatchResult = { status: number; memory?: unknown; deleted?: string; error?: string };
 
-export async function runBatch(service: MemoryService, input: z.output<typeof batchParamsSchema>, userId: string): Promise<{ results: BatchResult[] }> {
+export async function runBatch(service: MemoryApi, input: z.output<typeof batchParamsSchema>, userId: string): Promise<{ results: BatchResult[] }> {
   const parsed = input.operations.map((operation, index) => readOperation(operation, index));
   const valid = parsed.filter((entry): entry is BatchOperation => !isAppError(entry));
   const outcomes = valid.length > 0 ? await service.batch(userId, valid) : [];

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { createError } from '../errors.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import { parseOr400 } from './validation.js';
 import { OPERATION_LIST, OPERATION_TABLE, type ActionSpec, type OperationName, type UserCheck } from './operations.js';
 
@@ -22,7 +22,7 @@ export const INVOKE_ACTIONS: readonly Action[] = OPERATION_LIST.filter((operatio
  * Routes a tool call on `params.action`, falling back to `params.tool`, then the envelope's
  * `tool`; each action validates with the same schema as its HTTP route.
  */
-export async function invoke(service: MemoryService, payload: unknown, checkUser: UserCheck): Promise<unknown> {
+export async function invoke(service: MemoryApi, payload: unknown, checkUser: UserCheck): Promise<unknown> {
   const envelope = parseOr400(invokePayloadSchema, payload);
   const params = envelope.params ?? {};
   return runAction(service, pickAction(params.action, params.tool, envelope.tool), params, checkUser, 'invoke');
@@ -33,7 +33,7 @@ export async function invoke(service: MemoryService, payload: unknown, checkUser
  * the MCP tools and the in-process pool. `defaultSource` is the `source` an add gets when the
  * caller names none (the door it came through).
  */
-export async function runAction(service: MemoryService, action: Action, params: Record<string, unknown>, checkUser: UserCheck, defaultSource: string): Promise<unknown> {
+export async function runAction(service: MemoryApi, action: Action, params: Record<string, unknown>, checkUser: UserCheck, defaultSource: string): Promise<unknown> {
   const spec: ActionSpec = OPERATION_TABLE[action].action;
   return spec.run(service, parseOr400(spec.params, params), { checkUser, source: defaultSource });
 }

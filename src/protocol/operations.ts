@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createError, type ErrorCode } from '../errors.js';
 import type { ListPage } from '../memory/list-pages.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import type { ScoreExplanation, ScoredMemory, SearchHit } from '../memory/types.js';
 import {
   addParamsSchema,
@@ -45,8 +45,13 @@ import {
  * test/protocol/operations.test.ts checks the hand-written clients' methods against it.
  */
 
-/** Called with each user an operation touches, before it is touched (token scopes). */
-export type UserCheck = (userId: string) => void;
+/**
+ * Called with each user an operation touches, before it is touched (token scopes). A door that
+ * knows the scope as data says so in `prefixes` (the token's user prefixes; null: every user),
+ * which lets an operation that filters many users' data run where the function cannot go (a
+ * server's service threads, src/threads/).
+ */
+export type UserCheck = ((userId: string) => void) & { readonly prefixes?: readonly string[] | null };
 
 /** What a door passes to an action: the caller's scope, and the `source` an add gets when it names none. */
 export interface CallContext {
@@ -65,7 +70,7 @@ export interface ActionSpec<Params extends z.ZodType = z.ZodType> {
   params: Params;
   /** What the action may answer when that differs from the route's answer. */
   answers?: readonly z.ZodType[];
-  run(service: MemoryService, input: unknown, context: CallContext): Promise<unknown>;
+  run(service: MemoryApi, input: unknown, context: CallContext): Promise<unknown>;
 }
 
 export interface Operation {
@@ -90,7 +95,7 @@ export interface Operation {
 }
 
 /** An action whose `run` gets the output of its own params schema. */
-function action<P extends z.ZodType>(params: P, run: (service: MemoryService, input: z.output<P>, context: CallContext) => Promise<unknown>, answers?: z.ZodType[]): ActionSpec<P> {
+function action<P extends z.ZodType>(params: P, run: (service: MemoryApi, input: z.output<P>, context: CallContext) => Promise<unknown>, answers?: z.ZodType[]): ActionSpec<P> {
   return { params, answers, run: (service, input, context) => run(service, input as z.output<P>, context) };
 }
 
@@ -410,7 +415,7 @@ export const OPERATION_TABLE = {
     client: 'changes',
     action: action(changesParamsSchema, (service, input, { checkUser }) => {
       if (input.user_id !== undefined) checkUser(input.user_id);
-      return service.changes({ after: input.after, limit: input.limit, waitSeconds: input.wait, userId: input.user_id, allowed: (userId) => allowed(checkUser, userId) });
+      return service.changes({ after: input.after, limit: input.limit, waitSeconds: input.wait, userId: input.user_id, allowed: (userId) => allowed(checkUser, userId), prefixes: checkUser.prefixes });
     }),
     mcp: {
       tool: 'list_changes',
@@ -485,7 +490,7 @@ export const OPERATION_LIST: ReadonlyArray<Operation & { name: OperationName }> 
 }));
 
 /** A MemoryPool search (GET /mem/search, /invoke, the CLI, MCP recall): filtered as asked, each distinct text once. */
-export function searchHits(service: MemoryService, input: z.output<typeof searchParamsSchema>, checkUser: UserCheck): Promise<SearchHit[]> {
+export function searchHits(service: MemoryApi, input: z.output<typeof searchParamsSchema>, checkUser: UserCheck): Promise<SearchHit[]> {
   // Every user named is checked before any is read: the 403 names the first the caller may not see.
   input.user_ids.forEach((userId) => checkUser(userId));
   const request = { query: input.query, limit: input.limit, filter: input.filter, explain: input.explain, rerank: input.rerank, collapseDuplicates: true };
@@ -493,7 +498,7 @@ export function searchHits(service: MemoryService, input: z.output<typeof search
 }
 
 /** A page of a MemoryPool list (GET and POST /mem/list, /invoke list and page, MCP): filtered as asked, from the cursor on. */
-export function listPageOf(service: MemoryService, input: z.output<typeof listParamsSchema>, checkUser: UserCheck): Promise<ListPage> {
+export function listPageOf(service: MemoryApi, input: z.output<typeof listParamsSchema>, checkUser: UserCheck): Promise<ListPage> {
   input.user_ids.forEach((userId) => checkUser(userId));
   const request = { limit: input.limit, filter: input.filter, cursor: input.cursor };
   return input.user_ids.length === 1 ? service.listPage({ ...request, userId: input.user_ids[0] }) : service.listUsersPage(input.user_ids, request);
@@ -522,7 +527,7 @@ function checkedUser(userId: string | undefined, checkUser: UserCheck): string {
 }
 
 /** Pool statistics restricted to the users the caller may see (all of them with an unscoped token). */
-async function poolStats(service: MemoryService, checkUser: UserCheck, onlyUser?: string): Promise<unknown> {
+async function poolStats(service: MemoryApi, checkUser: UserCheck, onlyUser?: string): Promise<unknown> {
   const stats = await service.stats();
   const visible = stats.per_user.filter((entry) => (onlyUser === undefined || entry.user_id === onlyUser) && allowed(checkUser, entry.user_id));
   if (visible.length === stats.per_user.length) return stats;

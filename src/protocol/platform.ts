@@ -3,7 +3,7 @@ import type { ValidationIssue } from '../errors.js';
 import { writtenAsNonInteger } from './number-literals.js';
 import { MAX_ADD_CHARS, MAX_ADD_MESSAGES, MAX_MESSAGE_CHARS, MAX_SEARCH_OPTIONS } from './request-limits.js';
 import { nonBlankString, parseOr422 } from './validation.js';
-import type { MemoryService } from '../memory/memory-service.js';
+import type { MemoryApi } from '../memory/memory-api.js';
 import type { UserCheck } from './operations.js';
 
 /**
@@ -69,7 +69,7 @@ export type AddRequest = z.infer<typeof addRequestSchema>;
 export type SearchRequestBody = z.infer<typeof searchRequestSchema>;
 
 /** Validates an Add (422 listing every problem), checks the user, stores it durably. */
-export async function platformAdd(service: MemoryService, input: unknown, checkUser: UserCheck) {
+export async function platformAdd(service: MemoryApi, input: unknown, checkUser: UserCheck) {
   const body = parseOr422(addRequestSchema, input);
   checkUser(body.user_id);
   await service.addConversation({
@@ -82,7 +82,7 @@ export async function platformAdd(service: MemoryService, input: unknown, checkU
 }
 
 /** Validates a Search (`top_k` as written, when the caller has the raw body), checks the user, ranks. */
-export async function platformSearch(service: MemoryService, input: unknown, topKMax: number, checkUser: UserCheck) {
+export async function platformSearch(service: MemoryApi, input: unknown, topKMax: number, checkUser: UserCheck) {
   const body = parseOr422(searchRequestSchema, input, topKLiteralIssues(input));
   checkUser(body.user_id);
   const hits = await service.search({

@@ -1,9 +1,9 @@
-import { context, createContextKey, defaultTextMapGetter, propagation, trace, SpanKind, SpanStatusCode, type Context, type Span as OtelSpan, type Tracer } from '@opentelemetry/api';
+import { context, createContextKey, defaultTextMapGetter, defaultTextMapSetter, propagation, trace, SpanKind, SpanStatusCode, type Context, type Span as OtelSpan, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { SENSITIVE_KEYS, type AttributeValue, type Attributes, type Span, type SpanOptions, type TracingBackend } from './tracing.js';
+import { SENSITIVE_KEYS, type AttributeValue, type Attributes, type Span, type SpanOptions, type TraceCarrier, type TracingBackend } from './tracing.js';
 
 /**
  * The OpenTelemetry SDK behind tracing.ts, imported only once tracing starts (tracing-start.ts):
@@ -109,6 +109,17 @@ export function createOtelBackend(options: OtelBackendOptions): TracingBackend {
     },
     requestId(): string | undefined {
       return contextManager.active().getValue(REQUEST_ID_KEY) as string | undefined;
+    },
+    carrier(): TraceCarrier {
+      const active = contextManager.active();
+      const headers: Record<string, string> = {};
+      propagator.inject(active, headers, defaultTextMapSetter);
+      return { headers, requestId: active.getValue(REQUEST_ID_KEY) as string | undefined };
+    },
+    continued<T>(carrier: TraceCarrier, fn: () => T): T {
+      let continuing = propagator.extract(contextManager.active(), carrier.headers, defaultTextMapGetter);
+      if (carrier.requestId !== undefined) continuing = continuing.setValue(REQUEST_ID_KEY, carrier.requestId);
+      return contextManager.with(continuing, fn);
     },
     async shutdown(): Promise<void> {
       await provider.shutdown();

@@ -46,6 +46,12 @@ export const STORE_REWRITE = 'memorypool.store.rewrite';
 /** The request id on every span of a request, as in its log lines (`reqId`). */
 export const REQUEST_ID = 'memorypool.request_id';
 
+/** A trace's place (W3C `traceparent` headers) and its request id, as data a message carries to another thread. */
+export interface TraceCarrier {
+  headers: Record<string, string>;
+  requestId?: string;
+}
+
 /** What otel-backend.ts implements; nothing else does. */
 export interface TracingBackend {
   startSpan(name: string, attributes: Attributes | undefined, options: SpanOptions): Span;
@@ -57,6 +63,10 @@ export interface TracingBackend {
   inRequest<T>(requestId: string, span: Span | null, fn: () => T): T;
   /** The request id `inRequest` set for the work running now. */
   requestId(): string | undefined;
+  /** The current span and request id as data another thread can continue (`continued`). */
+  carrier(): TraceCarrier;
+  /** Runs `fn` as a part of the trace and request a carrier names. */
+  continued<T>(carrier: TraceCarrier, fn: () => T): T;
   shutdown(): Promise<void>;
 }
 
@@ -144,4 +154,14 @@ export function inRequest<T>(requestId: string, span: Span | null, fn: () => T):
 /** The id of the request whose work is running (while tracing is on), for the log lines written below the HTTP layer. */
 export function currentRequestId(): string | undefined {
   return backend?.requestId();
+}
+
+/** The trace and request running now as data for another thread; null while tracing is off. */
+export function traceCarrier(): TraceCarrier | null {
+  return backend === null ? null : backend.carrier();
+}
+
+/** Runs `fn` within the trace a carrier from another thread names (at once while tracing is off here). */
+export function continueTrace<T>(carrier: TraceCarrier | null | undefined, fn: () => T): T {
+  return backend === null || !carrier ? fn() : backend.continued(carrier, fn);
 }

@@ -1,12 +1,13 @@
 import { open, rename, rm, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { storageError } from '../../errors.js';
 
 let tempCounter = 0;
 
-/** A temp name beside `file` that no other writer uses, in this process or another. */
+/** A temp name beside `file` that no other writer uses, in this process (any of its threads: each counts on its own) or another. */
 export function tempName(file: string): string {
-  return `${file}.tmp-${process.pid}-${++tempCounter}`;
+  return `${file}.tmp-${process.pid}-${threadId}-${++tempCounter}`;
 }
 
 /**
