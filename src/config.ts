@@ -86,8 +86,9 @@ const configSchema = z.object({
   /**
    * Service threads of a server process (src/threads/): each holds the users it owns and scores
    * their searches, the main thread keeping HTTP and the encoder's queue. 0 (the default) runs
-   * the service on the main thread: on the 2-core machines measured, the threads raised Adds
-   * and random-user Searches but cost Search throughput at 256 clients and RSS (bench/README.md).
+   * the service on the main thread: on the 2-core machine measured, two threads answered 11-26%
+   * more concurrent Searches, but a lone Search waited longer (p50 x1.07-1.35) and RSS grew
+   * ~28% (bench/README.md, "Service threads").
    */
   threads: z.coerce.number().int().min(0).max(64).default(0),
   embedderUrl: z.string().url().optional(),

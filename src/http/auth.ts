@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { createError } from '../errors.js';
+import { assertPrefixesCover } from '../protocol/user-scope.js';
 
 /** A credential and the users it may act for (`null`: every user). */
 export interface TokenGrant {
@@ -59,9 +60,7 @@ export class Authenticator {
 
 /** Throws FORBIDDEN when the grant's scope does not cover the user. */
 export function assertUserAllowed(grant: TokenGrant | null, userId: string): void {
-  if (grant === null || grant.userPrefixes === null) return;
-  if (grant.userPrefixes.some((prefix) => userId.startsWith(prefix))) return;
-  throw createError('FORBIDDEN', `These credentials do not cover user ${JSON.stringify(userId)}`);
+  assertPrefixesCover(grant?.userPrefixes ?? null, userId);
 }
 
 /**

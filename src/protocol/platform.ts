@@ -82,7 +82,20 @@ export async function platformAdd(service: MemoryApi, input: unknown, checkUser:
 }
 
 /** Validates a Search (`top_k` as written, when the caller has the raw body), checks the user, ranks. */
-export async function platformSearch(service: MemoryApi, input: unknown, topKMax: number, checkUser: UserCheck) {
+/**
+ * A service that makes the platform's Search answer whole where it runs (the service threads,
+ * src/threads/): the answer's four fields a hit cross between threads, not every hit's memory.
+ */
+export interface PlatformSearchDoor {
+  platformSearchAnswer(input: unknown, topKMax: number, checkUser: UserCheck): Promise<PlatformSearchAnswer>;
+}
+
+export interface PlatformSearchAnswer {
+  data: Array<{ id: string; content: string; score: number; created_at: string }>;
+}
+
+export async function platformSearch(service: MemoryApi, input: unknown, topKMax: number, checkUser: UserCheck): Promise<PlatformSearchAnswer> {
+  if ('platformSearchAnswer' in service) return (service as MemoryApi & PlatformSearchDoor).platformSearchAnswer(input, topKMax, checkUser);
   const body = parseOr422(searchRequestSchema, input, topKLiteralIssues(input));
   checkUser(body.user_id);
   const hits = await service.search({

@@ -4,6 +4,8 @@ import type { ChangesRequest } from '../memory/change-feed.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import type { BatchOutcome } from '../memory/types.js';
 import { openService } from '../open-service.js';
+import { platformSearch } from '../protocol/platform.js';
+import { userCheckOf } from '../protocol/user-scope.js';
 import { nameThisThread } from '../telemetry/thread-name.js';
 import { continueTrace } from '../telemetry/tracing.js';
 import { startTracing } from '../telemetry/tracing-start.js';
@@ -60,6 +62,7 @@ const CALLABLE = new Set([
   'pruneChanges',
   'startWebhooks',
   'endLongPolls',
+  'platformSearchAnswer',
 ]);
 
 const data = workerData as ServiceThreadData;
@@ -109,6 +112,11 @@ async function run(): Promise<void> {
 async function invoke(service: MemoryService, call: ThreadCall): Promise<unknown> {
   // A thread describes the users it owns; the main thread puts the threads' parts together.
   if (call.method === 'stats') return service.stats(owns);
+  // The platform's Search door, whole, on the caller's scope as data (see PlatformSearchDoor).
+  if (call.method === 'platformSearchAnswer') {
+    const [input, topKMax, prefixes] = call.args as [unknown, number, readonly string[] | null];
+    return platformSearch(service, input, topKMax, userCheckOf(prefixes));
+  }
   const args = call.method === 'changes' ? [withAllowed(call.args[0] as ChangesRequest)] : call.args;
   const method = (service as unknown as Record<string, (...args: unknown[]) => unknown>)[call.method];
   const result = await method.apply(service, args);
@@ -119,8 +127,18 @@ async function invoke(service: MemoryService, call: ThreadCall): Promise<unknown
 
 /** The scope check the door sent as data (`prefixes`), as the function the change feed calls. */
 function withAllowed(request: ChangesRequest): ChangesRequest {
-  const prefixes = request.prefixes ?? null;
-  return { ...request, allowed: prefixes === null ? () => true : (userId) => prefixes.some((prefix) => userId.startsWith(prefix)) };
+  const check = userCheckOf(request.prefixes ?? null);
+  return {
+    ...request,
+    allowed: (userId) => {
+      try {
+        check(userId);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
 }
 
 function reply(answer: ThreadReply): void {

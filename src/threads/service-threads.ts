@@ -8,6 +8,8 @@ import { createLogger, type Logger } from '../logger.js';
 import type { MemoryApi } from '../memory/memory-api.js';
 import type { PoolStats } from '../memory/pool-stats.js';
 import type { BatchOutcome } from '../memory/types.js';
+import type { UserCheck } from '../protocol/operations.js';
+import type { PlatformSearchAnswer, PlatformSearchDoor } from '../protocol/platform.js';
 import { traceCarrier } from '../telemetry/tracing.js';
 import { serveEmbedder } from './port-embedder.js';
 import type { ServiceThreadData } from './service-thread.js';
@@ -51,7 +53,7 @@ export interface ServiceThreadsOptions {
 type Args<M extends keyof MemoryApi> = MemoryApi[M] extends (...args: infer A) => unknown ? A : never;
 type Answer<M extends keyof MemoryApi> = MemoryApi[M] extends (...args: never[]) => infer R ? R : never;
 
-export class ServiceThreads implements MemoryApi {
+export class ServiceThreads implements MemoryApi, PlatformSearchDoor {
   readonly embedder: Embedder;
   /** Where the data lives, as thread 0 names it. */
   readonly dataDir: string;
@@ -220,6 +222,13 @@ export class ServiceThreads implements MemoryApi {
     const { allowed: _allowed, ...request } = args[0];
     if (request.prefixes === undefined) return Promise.reject(new Error('A change feed read through the service threads needs its scope as data (UserCheck.prefixes)'));
     return this.call(0, 'changes', [request]);
+  }
+
+  /** The platform's Search made whole on the user's thread (PlatformSearchDoor): a hit's four fields cross, not its memory. */
+  platformSearchAnswer(input: unknown, topKMax: number, checkUser: UserCheck): Promise<PlatformSearchAnswer> {
+    if (checkUser.prefixes === undefined) return Promise.reject(new Error('A search through the service threads needs its scope as data (UserCheck.prefixes)'));
+    const userId = typeof input === 'object' && input !== null && typeof (input as { user_id?: unknown }).user_id === 'string' ? (input as { user_id: string }).user_id : '';
+    return this.onUser(userId, 'platformSearchAnswer', [input, topKMax, checkUser.prefixes]);
   }
 
   webhooks(): Answer<'webhooks'> {

@@ -48,11 +48,23 @@ async function exercise(server: ServerProcess) {
       searches.push(found.body.map((hit: { text: string; score: number }) => [hit.text, hit.score]));
     }
   }
+  // The platform's Search, made whole on the user's thread (PlatformSearchDoor), refusals included.
+  for (const userId of USERS) {
+    const found = await call(server, 'POST', '/search', { query: 'the dog of week 3', user_id: userId, top_k: 5 });
+    expect(found.status).toBe(200);
+    // Ids and times (the content's stamp of when it was added) are each server's own: the texts and scores must agree.
+    searches.push(found.body.data.map((hit: { content: string; score: number }) => [hit.content.replace(/^\[[^\]]*\] /, ''), hit.score]));
+  }
+  const refused = [
+    await call(server, 'POST', '/search', { query: '', user_id: 'user-1', top_k: 'ten' }),
+    await call(server, 'POST', '/search', { query: 'dog', user_id: 'user-2', top_k: 5 }, SCOPED),
+    await call(server, 'POST', '/search', { query: 'dog', user_id: 'user-1', top_k: 5 }, SCOPED),
+  ];
   const stats = (await call(server, 'GET', '/mem/stats')).body;
   const changes = (await call(server, 'GET', '/mem/changes?after=0&limit=1000')).body;
   const scopedChanges = (await call(server, 'GET', '/mem/changes?after=0&limit=1000', undefined, SCOPED)).body;
   const health = (await call(server, 'GET', '/health')).body;
-  return { searches, stats, changes, scopedChanges, health };
+  return { searches, refused, stats, changes, scopedChanges, health };
 }
 
 describe('the service threads', () => {
@@ -72,6 +84,8 @@ describe('the service threads', () => {
     expect(new Set(USERS.map((userId) => threadOf(userId, 2))).size).toBe(2);
 
     expect(actual.searches).toEqual(expected.searches);
+    expect(actual.refused.slice(0, 2)).toEqual(expected.refused.slice(0, 2));
+    expect(actual.refused.map((answer) => answer.status)).toEqual([422, 403, 200]);
     expect(actual.health.count).toBe(USERS.length * 12);
     const byUser = (stats: { per_user: Array<{ user_id: string }> }) => [...stats.per_user].sort((a, b) => a.user_id.localeCompare(b.user_id));
     expect(byUser(actual.stats)).toEqual(byUser(expected.stats));
