@@ -246,6 +246,11 @@ export class MemoryService {
     }
   }
 
+  /** Memories held here that have expired and are not swept yet: what `memoryCount` takes off the store's total (the service threads sum it over every thread). */
+  expiredHeld(): number {
+    return expiredHeld(this.context);
+  }
+
   /** Memories stored, as this service last knew it (0 until the start's background count; exact for a JSONL pool after it). */
   get count(): number {
     return this.total;

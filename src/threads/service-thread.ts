@@ -63,6 +63,7 @@ const CALLABLE = new Set([
   'startWebhooks',
   'endLongPolls',
   'platformSearchAnswer',
+  'expiredHeld',
 ]);
 
 const data = workerData as ServiceThreadData;

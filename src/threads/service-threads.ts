@@ -252,12 +252,18 @@ export class ServiceThreads implements MemoryApi, PlatformSearchDoor {
     };
   }
 
-  async memoryCount(): Promise<number> {
-    return (this.lastCount = await this.call<number>(0, 'memoryCount', []));
+  /** Thread 0's count (the store's, less the expired memories it holds), less those the other threads hold. */
+  memoryCount(): Promise<number> {
+    return this.counted('memoryCount');
   }
 
-  async healthCount(): Promise<number> {
-    return (this.lastCount = await this.call<number>(0, 'healthCount', []));
+  healthCount(): Promise<number> {
+    return this.counted('healthCount');
+  }
+
+  private async counted(method: 'memoryCount' | 'healthCount'): Promise<number> {
+    const [count, ...expired] = await Promise.all([this.call<number>(0, method, []), ...this.threads.slice(1).map((_thread, index) => this.call<number>(index + 1, 'expiredHeld', []))]);
+    return (this.lastCount = Math.max(0, count - expired.reduce((sum, held) => sum + held, 0)));
   }
 
   userCount(): Promise<number> {

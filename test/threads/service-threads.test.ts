@@ -112,6 +112,14 @@ describe('the service threads', () => {
       const found = await call(server, 'GET', `/mem/search?user_id=${userId}&q=bees`);
       expect(found.body.map((hit: { id: string }) => hit.id)).toContain(added.body.id);
     }
+    // Expired memories held by any thread leave /health's count at once, before the sweep deletes them.
+    for (const userId of USERS) {
+      expect((await call(server, 'POST', '/mem', { user_id: userId, text: `${userId} is visiting for a day`, ttl_seconds: 1 })).status).toBe(201);
+      expect((await call(server, 'GET', `/mem/search?user_id=${userId}&q=visiting`)).status).toBe(200);
+    }
+    expect((await call(server, 'GET', '/health')).body.count).toBe(USERS.length * 2);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await call(server, 'GET', '/health')).body.count).toBe(USERS.length);
     expect((await call(server, 'GET', '/mem/search?user_id=user-2&q=bees', undefined, SCOPED)).status).toBe(403);
     const missing = await call(server, 'GET', '/mem/does-not-exist?user_id=user-3');
     expect(missing.status).toBe(404);
