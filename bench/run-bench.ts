@@ -1,7 +1,7 @@
 /**
  * Load, latency and memory figures of the real server (bench/README.md says what each means).
  *
- *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--processes <n>] [--profile] [--keep]
+ *   npm run bench -- [--out <dir>] [--quick] [--locomo <file>] [--precision fp32|int8] [--processes <n>] [--threads <n>] [--profile] [--keep]
  *   npm run bench -- --replicas <n> [--database-url <postgres://...>] [same options]
  *   npm run bench -- --growth [--quick] [same options]   (one user of 10k, 100k, 1M memories: bench/growth.ts)
  *   npm run bench -- --many-users [--quick] [same options]   (100k users of 10-50 memories, 10k in --quick: bench/many-users.ts)
@@ -31,7 +31,7 @@ import { MANY_USERS_PLANS, measureManyUsers } from './many-users.js';
 import { measureMemoryParts, parseSizes } from './memory-parts.js';
 import { runReplicaBench } from './replicas.js';
 import { removeIndexCaches, writeScaleStore } from './scale-store.js';
-import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses } from './server-encoder.js';
+import { benchPrecision, benchProcesses, serverEncoder, serverEncoderStack, serverEncoderThreads, useBenchPrecision, useBenchProcesses, useBenchThreads, benchThreads } from './server-encoder.js';
 import { MODEL_PRECISIONS } from '../src/embedding/onnx-embedder.js';
 import { ServerProcess, startCpuWatch, waitForFirstAnswer, type CpuShare } from './server-process.js';
 import { addChunks, DEFAULT_LOCOMO, sessionAdds, strided, loadWorkload, type Conversation, type Workload } from './workload.js';
@@ -121,6 +121,7 @@ async function main(): Promise<void> {
       'database-url': { type: 'string' },
       precision: { type: 'string' },
       processes: { type: 'string' },
+      threads: { type: 'string' },
       growth: { type: 'boolean', default: false },
       'many-users': { type: 'boolean', default: false },
       'memory-parts': { type: 'boolean', default: false },
@@ -135,6 +136,11 @@ async function main(): Promise<void> {
     const precision = MODEL_PRECISIONS.find((entry) => entry === values.precision);
     if (precision === undefined) throw new Error(`--precision: expected one of ${MODEL_PRECISIONS.join(', ')}, got ${values.precision}`);
     useBenchPrecision(precision);
+  }
+  if (values.threads !== undefined) {
+    const threads = Number(values.threads);
+    if (!Number.isInteger(threads) || threads < 0) throw new Error(`--threads: expected a whole number, got ${values.threads}`);
+    useBenchThreads(threads);
   }
   if (values.processes !== undefined) {
     const processes = Number(values.processes);
@@ -176,6 +182,7 @@ async function main(): Promise<void> {
     },
     model_precision: benchPrecision(),
     server_processes: benchProcesses(),
+    service_threads: benchThreads(),
     texts: { source: workload.source, conversations: workload.conversations.length },
   });
 

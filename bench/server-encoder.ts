@@ -29,6 +29,17 @@ export function benchProcesses(): number {
   return processes;
 }
 
+/** Service threads the bench's servers run (`--threads`; MEMORYPOOL_THREADS): the default, none, unless asked. */
+let threads = 0;
+
+export function useBenchThreads(value: number): void {
+  threads = value;
+}
+
+export function benchThreads(): number {
+  return threads;
+}
+
 /**
  * The encoder exactly as the server runs it with the bench's environment (every MEMORYPOOL_*
  * variable dropped but the bench's own): its precision and default threads. Constructing it loads

@@ -4,7 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { round, type LoopbackClient } from './http-load.js';
-import { benchPrecision, benchProcesses } from './server-encoder.js';
+import { benchPrecision, benchProcesses, benchThreads } from './server-encoder.js';
 
 /**
  * The real server as users run it (`node dist/src/main.js`), on a loopback port and a data
@@ -81,6 +81,7 @@ export class ServerProcess {
       MEMORYPOOL_LOG_LEVEL: 'warn',
       MEMORYPOOL_MODEL_PRECISION: benchPrecision(),
       MEMORYPOOL_PROCESSES: String(benchProcesses()),
+      MEMORYPOOL_THREADS: String(benchThreads()),
       ...options.env,
     });
     const spawnedAt = performance.now();
