@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { UserCheck } from '../protocol/operations.js';
+import { userCheckOf } from '../protocol/user-scope.js';
 import { assertUserAllowed, type Authenticator, type TokenGrant } from './auth.js';
 
 declare module 'fastify' {
@@ -27,5 +28,5 @@ export function authorizeUser(request: FastifyRequest, userId: string): void {
 
 /** `authorizeUser` for the request as an operation's user check, its scope attached as data (operations.ts, `UserCheck`). */
 export function userCheck(request: FastifyRequest): UserCheck {
-  return Object.assign((userId: string) => authorizeUser(request, userId), { prefixes: request.grant?.userPrefixes ?? null });
+  return userCheckOf(request.grant?.userPrefixes ?? null);
 }

@@ -81,7 +81,6 @@ export async function platformAdd(service: MemoryApi, input: unknown, checkUser:
   return { success: true as const, request_id: body.request_id, user_id: body.user_id, session_id: body.session_id };
 }
 
-/** Validates a Search (`top_k` as written, when the caller has the raw body), checks the user, ranks. */
 /**
  * A service that makes the platform's Search answer whole where it runs (the service threads,
  * src/threads/): the answer's four fields a hit cross between threads, not every hit's memory.
@@ -94,6 +93,7 @@ export interface PlatformSearchAnswer {
   data: Array<{ id: string; content: string; score: number; created_at: string }>;
 }
 
+/** Validates a Search (`top_k` as written, when the caller has the raw body), checks the user, ranks; or has the service answer it whole (PlatformSearchDoor). */
 export async function platformSearch(service: MemoryApi, input: unknown, topKMax: number, checkUser: UserCheck): Promise<PlatformSearchAnswer> {
   if ('platformSearchAnswer' in service) return (service as MemoryApi & PlatformSearchDoor).platformSearchAnswer(input, topKMax, checkUser);
   const body = parseOr422(searchRequestSchema, input, topKLiteralIssues(input));

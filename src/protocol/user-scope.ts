@@ -7,10 +7,12 @@ import type { UserCheck } from './operations.js';
  * (src/threads/) both refuse with this one error.
  */
 
+export function prefixesCover(prefixes: readonly string[] | null, userId: string): boolean {
+  return prefixes === null || prefixes.some((prefix) => userId.startsWith(prefix));
+}
+
 export function assertPrefixesCover(prefixes: readonly string[] | null, userId: string): void {
-  if (prefixes === null) return;
-  if (prefixes.some((prefix) => userId.startsWith(prefix))) return;
-  throw createError('FORBIDDEN', `These credentials do not cover user ${JSON.stringify(userId)}`);
+  if (!prefixesCover(prefixes, userId)) throw createError('FORBIDDEN', `These credentials do not cover user ${JSON.stringify(userId)}`);
 }
 
 /** The user check of a scope, its prefixes attached (operations.ts, `UserCheck`). */

@@ -5,7 +5,7 @@ import type { MemoryService } from '../memory/memory-service.js';
 import type { BatchOutcome } from '../memory/types.js';
 import { openService } from '../open-service.js';
 import { platformSearch } from '../protocol/platform.js';
-import { userCheckOf } from '../protocol/user-scope.js';
+import { prefixesCover, userCheckOf } from '../protocol/user-scope.js';
 import { nameThisThread } from '../telemetry/thread-name.js';
 import { continueTrace } from '../telemetry/tracing.js';
 import { startTracing } from '../telemetry/tracing-start.js';
@@ -128,18 +128,8 @@ async function invoke(service: MemoryService, call: ThreadCall): Promise<unknown
 
 /** The scope check the door sent as data (`prefixes`), as the function the change feed calls. */
 function withAllowed(request: ChangesRequest): ChangesRequest {
-  const check = userCheckOf(request.prefixes ?? null);
-  return {
-    ...request,
-    allowed: (userId) => {
-      try {
-        check(userId);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-  };
+  const prefixes = request.prefixes ?? null;
+  return { ...request, allowed: (userId) => prefixesCover(prefixes, userId) };
 }
 
 function reply(answer: ThreadReply): void {
