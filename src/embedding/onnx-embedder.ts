@@ -30,10 +30,12 @@ import { encodeInPasses } from './encode-passes.js';
 const MODEL_FORMAT = 3;
 /**
  * The int8 build's own version: 2 had unsigned 8-bit weights; 3 quantizes activations per row, so
- * a text's vector no longer depends on its batch (scripts/model/quantize-dynamic.ts); 4 does the
- * same through onnxruntime's fused kernels, whose rounding differs in the last bits.
+ * a text's vector no longer depends on its batch; 4 does the same through onnxruntime's fused
+ * kernels, whose rounding differs in the last bits; 5 takes fixed, calibrated activation scales
+ * (and a scale per row in layer 0's QKV, a float tanh layer), as fast as the per-call build
+ * (scripts/model/quantize-int8.ts).
  */
-const INT8_FORMAT = 4;
+const INT8_FORMAT = 5;
 /** The graph's sentence vector before L2 normalisation, which runBatch does (see use-lite-onnx.ts). */
 export const UNNORMALISED_OUTPUT = 'sentence_tanh';
 const MODEL_NAME = 'use-lite';

@@ -5,7 +5,7 @@ import { MODEL_PRECISIONS, OnnxEmbedder } from '../../src/embedding/onnx-embedde
 // Uses the real model in models/use-lite, built by `npm run build:model` (part of npm install).
 // A text's vector must not depend on what it was encoded with: the stored index would otherwise
 // depend on how a client chunked its Adds, and a Search's answer on the load (issue 31). Both
-// builds are held to bit-identity, since both reach it (scripts/model/quantize-dynamic.ts and the
+// builds are held to bit-identity, since both reach it (scripts/model/quantize-int8.ts and the
 // pooling in use-lite-onnx.ts say how).
 
 const WORDS = ['I', 'we', 'Caroline', 'Melanie', 'painted', 'adopted', 'a', 'the', 'dog', 'sunset', 'yesterday', 'in', 'May', '2023', 'and', 'support', 'group', 'love', 'really', 'went', 'to', 'park', '!', '?', 'café', '😀', 'naïve'];
