@@ -90,13 +90,15 @@ export class ServiceMetrics {
  * (registered before the auth hook, so 401s count too), and serves the figures.
  */
 export function registerMetrics(app: FastifyInstance, metrics: ServiceMetrics): void {
-  app.addHook('onRequest', async (request, reply) => {
+  // The callback form: no promise per request (app.ts says why that matters).
+  app.addHook('onRequest', (request, reply, done) => {
     const start = process.hrtime.bigint();
     // The raw response's finish also covers answers written around fastify (the MCP transport's).
     reply.raw.once('finish', () => {
       const seconds = Number(process.hrtime.bigint() - start) / 1e9;
       metrics.observeRequest(request.method, request.routeOptions.url ?? 'unmatched', reply.raw.statusCode, seconds);
     });
+    done();
   });
   app.get('/metrics', async (_request, reply) => {
     reply.header('content-type', metrics.registry.contentType);

@@ -7,9 +7,9 @@ import { userCheck } from './request-context.js';
 import { MAX_SEARCH_BODY_BYTES } from '../protocol/request-limits.js';
 
 export function registerPlatformRoutes(app: FastifyInstance, service: MemoryApi, topKMax: number): void {
-  serveOperation(app, OPERATION_TABLE.platformAdd, async (request) => platformAdd(service, request.body, userCheck(request)));
+  serveOperation(app, OPERATION_TABLE.platformAdd, (request) => platformAdd(service, request.body, userCheck(request)));
 
-  serveOperation(app, OPERATION_TABLE.platformSearch, async (request) => platformSearch(service, request.body, topKMax, userCheck(request)), {
+  serveOperation(app, OPERATION_TABLE.platformSearch, (request) => platformSearch(service, request.body, topKMax, userCheck(request)), {
     bodyLimit: Math.min(app.initialConfig.bodyLimit ?? MAX_SEARCH_BODY_BYTES, MAX_SEARCH_BODY_BYTES),
   });
 }
