@@ -1,6 +1,7 @@
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { ChangesRequest } from '../memory/change-feed.js';
+import { DOOR_METHODS } from '../memory/memory-api.js';
 import type { MemoryService } from '../memory/memory-service.js';
 import type { BatchOutcome } from '../memory/types.js';
 import { openService } from '../open-service.js';
@@ -30,31 +31,10 @@ export interface ServiceThreadData {
 }
 
 /** The methods a call may name: the operations of MemoryApi and the server's own (sweeps, webhooks, drain). */
-const CALLABLE = new Set([
-  'addMemory',
-  'addConversation',
-  'search',
-  'searchUsers',
-  'list',
-  'listPage',
-  'listUsersPage',
-  'get',
-  'updateMemory',
-  'entities',
-  'history',
-  'delete',
-  'deleteUser',
-  'batch',
-  'deleteMatching',
-  'exportRecords',
-  'exportUnits',
-  'importRecords',
-  'changes',
-  'webhooks',
-  'stats',
-  'memoryCount',
-  'healthCount',
-  'userCount',
+const CALLABLE = new Set<string>([
+  ...DOOR_METHODS.filter((name) => name !== 'embedder'),
+  // The main thread's own calls: the counts and sweeps it spreads over the threads, the platform
+  // Search answered whole on the user's thread, and shutdown.
   'listUsers',
   'indexesInProgress',
   'sweepExpired',
