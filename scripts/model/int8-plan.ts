@@ -3,8 +3,9 @@ import type { ActivationPlan } from './quantize-int8.js';
 
 /**
  * How the int8 build quantizes each weight matmul's activations (scripts/model/quantize-int8.ts).
- * Measured against the float vectors on the first 1,000 LoCoMo turns and on 1,000 WordNet texts
- * the calibration did not use (models/README.md), with the encoder's time per text beside it:
+ * Chosen by the cosine to the float vectors over the first 1,000 LoCoMo turns (bare texts; the
+ * variants' table is in bench/HISTORY.md, "fixed activation scales") with the encoder's time per
+ * text beside it, and checked on WordNet texts the calibration did not use (models/README.md):
  *
  * - Fixed scales everywhere cost most at the tanh layer, whose input (the mean over tokens) ranges
  *   six times wider from one text to another than any token's row: mean cosine 0.99745 against
