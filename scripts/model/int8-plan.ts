@@ -16,6 +16,8 @@ import type { ActivationPlan } from './quantize-int8.js';
  *   and min 0.99836 on LoCoMo turns, the per-call build's accuracy (0.99945, 0.99829), at 1.01-1.03×
  *   its time per text; every matmul per row gave 0.99964 at 1.16×.
  */
+// A change here (or a new calibration) changes the int8 vectors: bump INT8_FORMAT in
+// src/embedding/onnx-embedder.ts with it, so stored vectors are re-embedded.
 const PER_ROW = new Set(['l0_qkv_mm']);
 const FLOAT = new Set(['tanh_mm']);
 
