@@ -120,7 +120,8 @@ describe('the committed activation ranges', () => {
     const ranges = await activationRanges(float, vocab, wordnetTexts(CALIBRATION.texts).slice(0, 300));
     expect(Object.keys(ranges).sort()).toEqual(Object.keys(ACTIVATION_ABS_MAX).sort());
     for (const [name, max] of Object.entries(ranges)) {
-      expect(max).toBeLessThanOrEqual(ACTIVATION_ABS_MAX[name]!);
+      // A float kernel of another CPU may round a maximum a few ulps the other way.
+      expect(max).toBeLessThanOrEqual(ACTIVATION_ABS_MAX[name]! * (1 + 1e-4));
       expect(max).toBeGreaterThan(ACTIVATION_ABS_MAX[name]! * 0.4);
     }
   }, 60_000);
