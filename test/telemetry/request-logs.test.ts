@@ -32,15 +32,21 @@ describe('request ids in log lines', () => {
     await traced();
     const { logger, lines } = capturedLogger();
     logger.info('before');
+    // req-a waits for req-b's line, so the order is fixed however the timers fall on a loaded
+    // machine (two sleeps of 1 and 5 ms once came back the other way round in CI).
+    let bLogged!: () => void;
+    const afterB = new Promise<void>((resolve) => (bLogged = resolve));
     await Promise.all([
       inRequest('req-a', null, async () => {
-        await sleep(5);
+        await afterB;
+        await sleep(1);
         expect(currentRequestId()).toBe('req-a');
         logger.warn('loading a user');
       }),
       inRequest('req-b', null, async () => {
         await sleep(1);
         logger.warn('rebuilding an index');
+        bLogged();
       }),
     ]);
     logger.info('after');
