@@ -2,8 +2,9 @@
  * The int8 model against the float one on real texts, and both encoders' speed. Run by hand:
  *   npm run build && node dist/bench/encoder-precision.js [--texts 1000] [--threads 1] [--locomo <file> | --wordnet]
  * Embeds the first N LoCoMo turns in the form the service embeds them ("Speaker: text") with each
- * precision (or, with --wordnet, N WordNet sentences the int8 build's calibration did not use), prints the mean and minimum cosine of each int8 vector to its float vector, and each
- * encoder's messages/s and CPU ms per message (best of three, all texts in one call). Recall on the
+ * precision (or, with --wordnet, N WordNet sentences the int8 build's calibration did not use),
+ * prints the mean and minimum cosine of each int8 vector to its float vector, and each encoder's
+ * messages/s and CPU ms per message (best of three, all texts in one call). Recall on the
  * dev sets is the eval's job: `npm run eval -- locomo ... --precision int8`.
  */
 import os from 'node:os';

