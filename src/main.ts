@@ -11,6 +11,7 @@ import { openService } from './open-service.js';
 import { buildServerApp } from './server-app.js';
 import { packageVersion } from './http/package-files.js';
 import { startTracing } from './telemetry/tracing-start.js';
+import { keepHeapHeadroom } from './heap-headroom.js';
 import { runCluster, runsCluster, sweepsRetention } from './server-cluster.js';
 import { openServiceThreads } from './threads/service-threads.js';
 
@@ -101,6 +102,8 @@ export async function serve(config: Config): Promise<void> {
     runCluster(config, createLogger(config.logLevel));
     return;
   }
+  // The server's own heap only: startServer serves in-process tests and apps too.
+  keepHeapHeadroom();
   await startServer(config, { handleSignals: true });
 }
 

@@ -14,7 +14,7 @@ const LAYERS: ReadonlyArray<{ name: string; members: readonly string[] }> = [
   { name: 'embedding, ingest, store', members: ['embedding/', 'ingest/', 'store/'] },
   { name: 'memory: the service and the webhooks it delivers', members: ['memory/', 'webhooks/'] },
   { name: 'protocol: request schemas, validation, the shared handlers', members: ['protocol/'] },
-  { name: 'assembly: the service opened from config; the process cluster; the service threads', members: ['open-service.ts', 'server-cluster.ts', 'threads/'] },
+  { name: 'assembly: the service opened from config; the process cluster; the service threads; the server process heap', members: ['open-service.ts', 'server-cluster.ts', 'threads/', 'heap-headroom.ts'] },
   { name: 'http and the clients', members: ['http/', 'client/'] },
   { name: 'mcp and the framework adapters', members: ['mcp/', 'integrations/'] },
   { name: 'entry points: the server, the CLI, the in-process pool', members: ['server-app.ts', 'main.ts', 'cli/', 'in-process.ts', 'index.ts'] },
