@@ -12,27 +12,32 @@ import { ServerProcess } from './server-process.js';
 import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
 
 /**
- * `node dist/bench/tracing-cost.js [--base <checkout>] [--rounds 30] [--searches 150]`: what
- * tracing costs a cached Search (issue 28, item 4), in one run. Three real servers
+ * `node dist/bench/tracing-cost.js [--base <checkout>] [--rounds 20] [--searches 150] [--processes 2] [--block 10]`:
+ * what tracing costs a cached Search (issue 28, item 4), in one run. Real servers
  * (`dist/src/main.js`) serve copies of one data directory (LoCoMo's two longest conversations,
- * ~690 memories each, stored with the real encoder):
+ * ~690 memories each, stored with the real encoder), `--processes` of each variant:
  * - `base`: the build of `--base`, a checkout of the code before tracing, built (`npm run build`);
  * - `off`: this build, no OTLP endpoint (the no-op path);
  * - `on`: this build exporting every span (OTEL_TRACES_SAMPLER=always_on, OTLP protobuf) to a
  *   receiver in this process that counts them and drops them;
  * - `sampled`: the same with one trace in ten sampled (OTEL_TRACES_SAMPLER=traceidratio, 0.1).
  * Every question is searched once on each server first, so its query vector is cached; then
- * rounds alternate between the servers (each round `searches` Searches, one at a time over a
- * keep-alive connection), and each server's CPU over its rounds is read from
- * /proc/<pid>/task/<tid>/schedstat (nanoseconds, every thread): the client's CPU is this process's,
- * not the server's. Prints each server's median CPU µs per Search over the rounds, and the
- * median over rounds of the ratios off/base and on/off (with their quartiles: on a loaded
- * machine the spread says how far a figure can be trusted); the targets are ≤ 1.01 and ≤ 1.10.
- * A benchmark: it prints, it never fails.
+ * rounds of `searches` Searches a server, one at a time over a keep-alive connection, sent in
+ * blocks of `--block` that go round all the servers, so that every server of a round is measured
+ * over the same seconds (a shared machine's speed drifts from one second to the next). Each
+ * server's CPU over a round is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds, every
+ * thread): the client's CPU is this process's, not the server's. A variant's figure for a round is
+ * its processes' CPU over their Searches; the ratios off/base and on/off are taken round by round,
+ * then their median (with quartiles). Each process's own median is printed too: a process whose
+ * heap V8 collects all the time costs up to twice its siblings' CPU (src/heap-headroom.ts), and
+ * several processes a variant dilute one such process. Targets: ≤ 1.01 and
+ * ≤ 1.10. A benchmark: it prints, it never fails.
  */
 
+type Variant = 'base' | 'off' | 'on' | 'sampled';
+
 interface Target {
-  name: 'base' | 'off' | 'on' | 'sampled';
+  name: Variant;
   server: ServerProcess;
   client: LoopbackClient;
   /** CPU ns per Search, one entry a round. */
@@ -76,10 +81,12 @@ async function startReceiver(): Promise<{ url: string; searchSpans(): number; cl
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { base: { type: 'string' }, rounds: { type: 'string', default: '30' }, searches: { type: 'string', default: '150' }, locomo: { type: 'string', default: DEFAULT_LOCOMO } },
+    options: { base: { type: 'string' }, rounds: { type: 'string', default: '20' }, searches: { type: 'string', default: '150' }, processes: { type: 'string', default: '2' }, block: { type: 'string', default: '10' }, locomo: { type: 'string', default: DEFAULT_LOCOMO } },
   });
   const rounds = Number(values.rounds);
   const perRound = Number(values.searches);
+  const processes = Number(values.processes);
+  const block = Number(values.block);
   const workload = await loadWorkload(values.locomo!);
   const conversations = [...workload.conversations].sort((a, b) => b.turns.length - a.turns.length).slice(0, 2);
   const questions = workload.conversations.flatMap((conversation) => conversation.questions).map((query, i) => JSON.stringify({ query, user_id: `cost-${conversations[i % 2].id}`, top_k: 10 }));
@@ -105,19 +112,22 @@ async function main(): Promise<void> {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_TRACES_SAMPLER: 'always_on',
     };
-    const plan: Array<{ name: Target['name']; entry?: string; env?: Record<string, string> }> = [
+    const plan: Array<{ name: Variant; entry?: string; env?: Record<string, string> }> = [
       ...(values.base === undefined ? [] : [{ name: 'base' as const, entry: path.resolve(values.base, 'dist/src/main.js') }]),
       { name: 'off' },
       { name: 'on', env: traced },
       // One trace in ten: what the context machinery costs the other nine, beside the exported one.
       { name: 'sampled', env: { ...traced, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' } },
     ];
-    for (const { name, entry, env } of plan) {
-      const dataDir = path.join(work, name);
-      await cp(seedDir, dataDir, { recursive: true });
-      const server = await ServerProcess.start({ dataDir, entry, env: { MEMORYPOOL_ENCODER_WORKERS: '1', ...env } });
-      await waitHealthy(server.url);
-      targets.push({ name, server, client: new LoopbackClient(server.url, 1), rounds: [], searches: 0 });
+    // The variants' processes alternate (off, on, sampled, off, on, ...), so that none starts after all of another's.
+    for (let copy = 0; copy < processes; copy++) {
+      for (const { name, entry, env } of plan) {
+        const dataDir = path.join(work, `${name}-${copy}`);
+        await cp(seedDir, dataDir, { recursive: true });
+        const server = await ServerProcess.start({ dataDir, entry, env: { MEMORYPOOL_ENCODER_WORKERS: '1', ...env } });
+        await waitHealthy(server.url);
+        targets.push({ name, server, client: new LoopbackClient(server.url, 1), rounds: [], searches: 0 });
+      }
     }
     // Every query once, so that its vector is cached; then a round unmeasured, for the JIT.
     for (const target of targets) {
@@ -126,14 +136,19 @@ async function main(): Promise<void> {
     }
     let next = 0;
     for (let round = 0; round < rounds; round++) {
-      // Each round starts with another server, so that none is always measured after the same one.
-      for (let k = 0; k < targets.length; k++) {
-        const target = targets[(round + k) % targets.length];
-        const before = await cpuNs(target.server.pid);
-        for (let i = 0; i < perRound; i++) await search(target, questions[(next + i) % questions.length]);
-        target.rounds.push(((await cpuNs(target.server.pid)) - before) / perRound);
-        target.searches += perRound;
+      const before = await Promise.all(targets.map((target) => cpuNs(target.server.pid)));
+      // Blocks of `block` Searches go round the servers, each round starting at another one.
+      for (let at = 0; at < perRound; at += block) {
+        for (let k = 0; k < targets.length; k++) {
+          const target = targets[(round + at / block + k) % targets.length];
+          for (let i = at; i < Math.min(at + block, perRound); i++) await search(target, questions[(next + i) % questions.length]);
+        }
       }
+      const after = await Promise.all(targets.map((target) => cpuNs(target.server.pid)));
+      targets.forEach((target, k) => {
+        target.rounds.push((after[k] - before[k]) / perRound);
+        target.searches += perRound;
+      });
       next += perRound;
     }
     const on = targets.find((target) => target.name === 'on')!;
@@ -143,31 +158,48 @@ async function main(): Promise<void> {
       target.client.close();
       await target.server.stop();
     }
-    const byName = (name: Target['name']) => targets.find((target) => target.name === name);
-    const usPerSearch = Object.fromEntries(targets.map((target) => [target.name, +(median(target.rounds) / 1000).toFixed(1)])) as Record<Target['name'], number>;
-    // The ratio of each round's figures (the servers measured moments apart, under the same load on the machine), then the median over rounds.
-    const ratio = (a: Target | undefined, b: Target | undefined) => (a && b ? +median(a.rounds.map((value, i) => value / b.rounds[i])).toFixed(4) : undefined);
-    const spread = (a: Target | undefined, b: Target | undefined) => {
-      if (!a || !b) return undefined;
-      const sorted = a.rounds.map((value, i) => value / b.rounds[i]).sort((x, y) => x - y);
-      return [+sorted[Math.floor(sorted.length / 4)].toFixed(4), +sorted[Math.floor((sorted.length * 3) / 4)].toFixed(4)];
+    const variants = [...new Set(targets.map((target) => target.name))];
+    // A variant's CPU per Search in each round: the mean over its processes.
+    const perRoundOf = (name: Variant): number[] | undefined => {
+      const own = targets.filter((target) => target.name === name);
+      return own.length === 0 ? undefined : own[0].rounds.map((_, i) => own.reduce((sum, target) => sum + target.rounds[i], 0) / own.length);
+    };
+    const usPerSearch = Object.fromEntries(variants.map((name) => [name, +(median(perRoundOf(name)!) / 1000).toFixed(1)])) as Record<Variant, number>;
+    const perProcess = Object.fromEntries(variants.map((name) => [name, targets.filter((target) => target.name === name).map((target) => +(median(target.rounds) / 1000).toFixed(1))]));
+    // The ratio of each round's figures (the servers measured over the same seconds), then the median over rounds.
+    const ratios = (a: Variant, b: Variant) => {
+      const top = perRoundOf(a);
+      const bottom = perRoundOf(b);
+      return top && bottom ? top.map((value, i) => value / bottom[i]).sort((x, y) => x - y) : undefined;
+    };
+    const ratio = (a: Variant, b: Variant) => {
+      const sorted = ratios(a, b);
+      return sorted ? +median(sorted).toFixed(4) : undefined;
+    };
+    const spread = (a: Variant, b: Variant) => {
+      const sorted = ratios(a, b);
+      return sorted ? [+sorted[Math.floor(sorted.length / 4)].toFixed(4), +sorted[Math.floor((sorted.length * 3) / 4)].toFixed(4)] : undefined;
     };
     const result = {
       cpu: cpus()[0]?.model ?? 'unknown',
       cores: cpus().length,
       memories: 'LoCoMo: the two longest conversations',
+      node: process.version,
+      processes_per_variant: processes,
       searches_per_server: on.searches,
       rounds,
       searches_per_round: perRound,
+      block,
       cpu_us_per_search_median: usPerSearch,
-      off_over_base: ratio(byName('off'), byName('base')),
-      off_over_base_quartiles: spread(byName('off'), byName('base')),
+      cpu_us_per_search_each_process: perProcess,
+      off_over_base: ratio('off', 'base'),
+      off_over_base_quartiles: spread('off', 'base'),
       noop_path_ns_per_search: +noopNsPerSearch().toFixed(0),
       noop_path_share_of_a_search: +(noopNsPerSearch() / 1000 / (usPerSearch.base ?? usPerSearch.off)).toFixed(5),
-      on_over_off: ratio(byName('on'), byName('off')),
-      on_over_off_quartiles: spread(byName('on'), byName('off')),
-      sampled_10pct_over_off: ratio(byName('sampled'), byName('off')),
-      sampled_10pct_over_off_quartiles: spread(byName('sampled'), byName('off')),
+      on_over_off: ratio('on', 'off'),
+      on_over_off_quartiles: spread('on', 'off'),
+      sampled_10pct_over_off: ratio('sampled', 'off'),
+      sampled_10pct_over_off_quartiles: spread('sampled', 'off'),
       search_spans_exported: receiver.searchSpans(),
       search_spans_exported_before_stop: searchSpansBeforeStop,
       // Warm-up Searches included; the sampled server's tenth of its traces are exported too.
