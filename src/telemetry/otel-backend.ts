@@ -1,4 +1,4 @@
-import { context, createContextKey, defaultTextMapGetter, defaultTextMapSetter, propagation, trace, SpanKind, SpanStatusCode, type Context, type Span as OtelSpan, type Tracer } from '@opentelemetry/api';
+import { context, createContextKey, defaultTextMapGetter, defaultTextMapSetter, propagation, trace, SpanKind, SpanStatusCode, TraceFlags, type Context, type Span as OtelSpan, type Tracer } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { defaultResource, detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
@@ -63,6 +63,16 @@ function epochMs(ms: number): number {
   return performance.timeOrigin + ms;
 }
 
+/**
+ * The child of a span its trace's sampler left out. Every sampler the SDK builds from
+ * OTEL_TRACES_SAMPLER decides a child as it decided the parent here (the parent-based ones follow
+ * it, the ratio one reads the same trace id, always_off refuses both; always_on leaves no parent
+ * out), so the child records nothing either: it needs no id, no context of its own and no call
+ * into the SDK, and the work under it runs in its parent's context. What a trace in ten costs the
+ * other nine (bench/tracing-cost.ts, `sampled`).
+ */
+const UNSAMPLED_CHILD: Span = { recording: false, setAttribute() {}, setAttributes() {}, fail() {}, end() {} };
+
 /** The request id in the trace's context (tracing.ts, `inRequest`): one AsyncLocalStorage carries both. */
 const REQUEST_ID_KEY = createContextKey('memorypool.request_id');
 
@@ -92,8 +102,12 @@ export function createOtelBackend(options: OtelBackendOptions): TracingBackend {
 
   return {
     startSpan(name: string, attributes: Attributes | undefined, spanOptions: SpanOptions): Span {
+      if (spanOptions.parent === UNSAMPLED_CHILD) return UNSAMPLED_CHILD;
+      const parent = parentContext(spanOptions.parent);
+      const parentFlags = trace.getSpan(parent)?.spanContext().traceFlags;
+      if (parentFlags !== undefined && (parentFlags & TraceFlags.SAMPLED) === 0) return UNSAMPLED_CHILD;
       const startTime = spanOptions.startMs === undefined ? undefined : epochMs(spanOptions.startMs);
-      return handle(tracer.startSpan(name, { attributes: kept(attributes), startTime }, parentContext(spanOptions.parent)));
+      return handle(tracer.startSpan(name, { attributes: kept(attributes), startTime }, parent));
     },
     startServerSpan(name, attributes, headers): Span {
       const callers = propagator.extract(contextManager.active(), headers, defaultTextMapGetter);
