@@ -102,8 +102,10 @@ export async function serve(config: Config): Promise<void> {
     runCluster(config, createLogger(config.logLevel));
     return;
   }
-  // The server's own heap only: startServer serves in-process tests and apps too.
-  keepHeapHeadroom();
+  // The server's own heap only: startServer serves in-process tests and apps too. The percent is
+  // one for every isolate of the process, and service threads hold the corpora in heaps of their
+  // own, which the main thread's would misjudge: with threads, V8 keeps its own factors.
+  if (config.threads === 0) keepHeapHeadroom();
   await startServer(config, { handleSignals: true });
 }
 

@@ -25,6 +25,7 @@ describe('growingPercent', () => {
 describe('operatorSetsGrowing', () => {
   it('finds the flag in either spelling, on the command line or in NODE_OPTIONS', () => {
     expect(operatorSetsGrowing(['--heap-growing-percent=50'], undefined)).toBe(true);
+    expect(operatorSetsGrowing(['--heap-growing-percent=0'], undefined)).toBe(true);
     expect(operatorSetsGrowing([], '--max-old-space-size=4096 --heap_growing_percent=80')).toBe(true);
     expect(operatorSetsGrowing(['--enable-source-maps'], '--max-old-space-size=4096')).toBe(false);
   });
