@@ -8,8 +8,9 @@ import v8 from 'node:v8';
  * the young generation's capacity (a scavenge could promote that much), and sets the limit after
  * each full collection to the live size times a factor it derives from how fast it marked. A
  * server's live heap is small beside its young generation (a semi-space of 16 MiB on Node 20, 32
- * MiB on Node 24, against 40-60 MB live with two LoCoMo users cached), so a factor of 1.2-1.4
- * leaves less room than a scavenge can promote: marking then starts again right after every
+ * MiB on Node 24, against 40-60 MB live with two LoCoMo users cached), so a factor V8 readily
+ * chooses (1.2 on Node 20 and 1.95 on Node 24 in the outliers measured) leaves no more room than
+ * the young generation holds: marking then starts again right after every
  * collection, and a cached Search costs up to twice the CPU, for the life of the process, on V8's
  * marking threads. Which processes fall into it depends on the speeds V8 measured early: in
  * bench runs, about one server in ten on Node 20 and one in three on Node 24 (bench/HISTORY.md,
