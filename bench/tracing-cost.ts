@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { cp, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, cpus, tmpdir } from 'node:os';
@@ -7,9 +7,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import { startSpan, tracingEnabled } from '../src/telemetry/tracing.js';
-import { LoopbackClient } from './http-load.js';
+import { measureRounds, median, roundRatio, seedSearchData, startVariants, variantRounds, type MeasuredServer, type Variant } from './interleaved-servers.js';
 import { ServerProcess } from './server-process.js';
-import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
+import { DEFAULT_LOCOMO } from './workload.js';
 
 /**
  * `node dist/bench/tracing-cost.js [--base <checkout>] [--rounds 20] [--searches 150] [--processes 2] [--block 10]`:
@@ -23,10 +23,9 @@ import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
  * - `sampled`: the same with one trace in ten sampled (OTEL_TRACES_SAMPLER=traceidratio, 0.1).
  * Every question is searched once on each server first, so its query vector is cached; then
  * rounds of `searches` Searches a server, one at a time over a keep-alive connection, sent in
- * blocks of `--block` that go round all the servers, so that every server of a round is measured
- * over the same seconds (a shared machine's speed drifts from one second to the next). Each
- * server's CPU over a round is read from /proc/<pid>/task/<tid>/schedstat (nanoseconds, every
- * thread): the client's CPU is this process's, not the server's. A variant's figure for a round is
+ * blocks of `--block` that go round all the servers (interleaved-servers.ts), so that every
+ * server of a round is measured over the same seconds, each server's CPU over a round read from
+ * schedstat (every thread). A variant's figure for a round is
  * its processes' CPU over their Searches; the ratios off/base and on/off are taken round by round,
  * then their median (with quartiles). Each process's own median is printed too: a process whose
  * heap V8 collects all the time costs up to twice its siblings' CPU (src/heap-headroom.ts), and
@@ -34,26 +33,7 @@ import { DEFAULT_LOCOMO, loadWorkload, sessionAdds } from './workload.js';
  * ≤ 1.10. A benchmark: it prints, it never fails.
  */
 
-type Variant = 'base' | 'off' | 'on' | 'sampled';
-
-interface Target {
-  name: Variant;
-  server: ServerProcess;
-  client: LoopbackClient;
-  /** CPU ns per Search, one entry a round. */
-  rounds: number[];
-  searches: number;
-}
-
-/** Nanoseconds on CPU of every thread of the process so far (schedstat's first field). */
-async function cpuNs(pid: number): Promise<number> {
-  let total = 0;
-  for (const tid of await readdir(`/proc/${pid}/task`).catch(() => [] as string[])) {
-    const stat = await readFile(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').catch(() => '0');
-    total += Number(stat.split(' ')[0]);
-  }
-  return total;
-}
+type Name = 'base' | 'off' | 'on' | 'sampled';
 
 /** An OTLP/HTTP receiver that answers 200 and counts the Search operation spans it was sent (protobuf keeps span names as plain bytes). */
 async function startReceiver(): Promise<{ url: string; searchSpans(): number; close(): Promise<void> }> {
@@ -87,99 +67,36 @@ async function main(): Promise<void> {
   const perRound = Number(values.searches);
   const processes = Number(values.processes);
   const block = Number(values.block);
-  const workload = await loadWorkload(values.locomo!);
-  const conversations = [...workload.conversations].sort((a, b) => b.turns.length - a.turns.length).slice(0, 2);
-  const questions = workload.conversations.flatMap((conversation) => conversation.questions).map((query, i) => JSON.stringify({ query, user_id: `cost-${conversations[i % 2].id}`, top_k: 10 }));
   const work = await mkdtemp(path.join(tmpdir(), 'memorypool-tracing-cost-'));
   const receiver = await startReceiver();
-  const targets: Target[] = [];
   try {
-    // The memories, stored once through a server of this build, then copied for each target.
-    const seedDir = path.join(work, 'seed');
-    const seed = await ServerProcess.start({ dataDir: seedDir, env: { MEMORYPOOL_ENCODER_WORKERS: '1' } });
-    await waitHealthy(seed.url);
-    const seeding = new LoopbackClient(seed.url, 1);
-    for (const conversation of conversations) {
-      for (const add of sessionAdds(conversation, `cost-${conversation.id}`, 64)) {
-        const answer = await seeding.post('/add', JSON.stringify(add), 120_000);
-        if (answer.status !== 200) throw new Error(`seeding Add answered ${answer.status}: ${answer.text}`);
-      }
-    }
-    seeding.close();
-    await seed.stop();
-
+    const { seedDir, questions } = await seedSearchData(work, values.locomo!);
     const traced = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_TRACES_SAMPLER: 'always_on',
     };
-    const plan: Array<{ name: Variant; entry?: string; env?: Record<string, string> }> = [
+    const plan: Array<Variant & { name: Name }> = [
       ...(values.base === undefined ? [] : [{ name: 'base' as const, entry: path.resolve(values.base, 'dist/src/main.js') }]),
       { name: 'off' },
       { name: 'on', env: traced },
       // One trace in ten: what the context machinery costs the other nine, beside the exported one.
       { name: 'sampled', env: { ...traced, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' } },
     ];
-    // The variants' processes alternate (off, on, sampled, off, on, ...), so that none starts after all of another's.
-    for (let copy = 0; copy < processes; copy++) {
-      for (const { name, entry, env } of plan) {
-        const dataDir = path.join(work, `${name}-${copy}`);
-        await cp(seedDir, dataDir, { recursive: true });
-        const server = await ServerProcess.start({ dataDir, entry, env: { MEMORYPOOL_ENCODER_WORKERS: '1', ...env } });
-        await waitHealthy(server.url);
-        targets.push({ name, server, client: new LoopbackClient(server.url, 1), rounds: [], searches: 0 });
-      }
-    }
-    // Every query once, so that its vector is cached; then a round unmeasured, for the JIT.
-    for (const target of targets) {
-      for (const body of questions) await search(target, body);
-      for (let i = 0; i < perRound; i++) await search(target, questions[i % questions.length]);
-    }
-    let next = 0;
-    for (let round = 0; round < rounds; round++) {
-      const before = await Promise.all(targets.map((target) => cpuNs(target.server.pid)));
-      // Blocks of `block` Searches go round the servers, each round starting at another one.
-      for (let at = 0; at < perRound; at += block) {
-        for (let k = 0; k < targets.length; k++) {
-          const target = targets[(round + at / block + k) % targets.length];
-          for (let i = at; i < Math.min(at + block, perRound); i++) await search(target, questions[(next + i) % questions.length]);
-        }
-      }
-      const after = await Promise.all(targets.map((target) => cpuNs(target.server.pid)));
-      targets.forEach((target, k) => {
-        target.rounds.push((after[k] - before[k]) / perRound);
-        target.searches += perRound;
-      });
-      next += perRound;
-    }
-    const on = targets.find((target) => target.name === 'on')!;
+    const servers: MeasuredServer[] = await startVariants(work, seedDir, plan, processes);
+    await measureRounds(servers, questions, { rounds, perRound, block });
+    const on = servers.find((measured) => measured.variant === 'on')!;
     // The spans still buffered (the batch processor's delay) are exported when it stops.
     const searchSpansBeforeStop = receiver.searchSpans();
-    for (const target of targets) {
-      target.client.close();
-      await target.server.stop();
+    for (const measured of servers) {
+      measured.client.close();
+      await measured.server.stop();
     }
-    const variants = [...new Set(targets.map((target) => target.name))];
-    // A variant's CPU per Search in each round: the mean over its processes.
-    const perRoundOf = (name: Variant): number[] | undefined => {
-      const own = targets.filter((target) => target.name === name);
-      return own.length === 0 ? undefined : own[0].rounds.map((_, i) => own.reduce((sum, target) => sum + target.rounds[i], 0) / own.length);
-    };
-    const usPerSearch = Object.fromEntries(variants.map((name) => [name, +(median(perRoundOf(name)!) / 1000).toFixed(1)])) as Record<Variant, number>;
-    const perProcess = Object.fromEntries(variants.map((name) => [name, targets.filter((target) => target.name === name).map((target) => +(median(target.rounds) / 1000).toFixed(1))]));
-    // The ratio of each round's figures (the servers measured over the same seconds), then the median over rounds.
-    const ratios = (a: Variant, b: Variant) => {
-      const top = perRoundOf(a);
-      const bottom = perRoundOf(b);
-      return top && bottom ? top.map((value, i) => value / bottom[i]).sort((x, y) => x - y) : undefined;
-    };
-    const ratio = (a: Variant, b: Variant) => {
-      const sorted = ratios(a, b);
-      return sorted ? +median(sorted).toFixed(4) : undefined;
-    };
-    const spread = (a: Variant, b: Variant) => {
-      const sorted = ratios(a, b);
-      return sorted ? [+sorted[Math.floor(sorted.length / 4)].toFixed(4), +sorted[Math.floor((sorted.length * 3) / 4)].toFixed(4)] : undefined;
-    };
+    const names = plan.map((variant) => variant.name);
+    const usPerSearch = Object.fromEntries(names.map((name) => [name, +(median(variantRounds(servers, name)!) / 1000).toFixed(1)])) as Record<Name, number>;
+    const perProcess = Object.fromEntries(names.map((name) => [name, servers.filter((measured) => measured.variant === name).map((measured) => +(median(measured.rounds) / 1000).toFixed(1))]));
+    const offOverBase = roundRatio(servers, 'off', 'base');
+    const onOverOff = roundRatio(servers, 'on', 'off');
+    const sampledOverOff = roundRatio(servers, 'sampled', 'off');
     const result = {
       cpu: cpus()[0]?.model ?? 'unknown',
       cores: cpus().length,
@@ -192,14 +109,14 @@ async function main(): Promise<void> {
       block,
       cpu_us_per_search_median: usPerSearch,
       cpu_us_per_search_each_process: perProcess,
-      off_over_base: ratio('off', 'base'),
-      off_over_base_quartiles: spread('off', 'base'),
+      off_over_base: offOverBase?.median,
+      off_over_base_quartiles: offOverBase?.quartiles,
       noop_path_ns_per_search: +noopNsPerSearch().toFixed(0),
       noop_path_share_of_a_search: +(noopNsPerSearch() / 1000 / (usPerSearch.base ?? usPerSearch.off)).toFixed(5),
-      on_over_off: ratio('on', 'off'),
-      on_over_off_quartiles: spread('on', 'off'),
-      sampled_10pct_over_off: ratio('sampled', 'off'),
-      sampled_10pct_over_off_quartiles: spread('sampled', 'off'),
+      on_over_off: onOverOff?.median,
+      on_over_off_quartiles: onOverOff?.quartiles,
+      sampled_10pct_over_off: sampledOverOff?.median,
+      sampled_10pct_over_off_quartiles: sampledOverOff?.quartiles,
       search_spans_exported: receiver.searchSpans(),
       search_spans_exported_before_stop: searchSpansBeforeStop,
       // Warm-up Searches included; the sampled server's tenth of its traces are exported too.
@@ -242,29 +159,8 @@ function noopNsPerSearch(): number {
   return ((used.user + used.system) * 1000) / iterations;
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
 
-async function search(target: Target, body: string): Promise<void> {
-  const answer = await target.client.post('/search', body, 30_000);
-  if (answer.status !== 200) throw new Error(`${target.name}: Search answered ${answer.status}: ${answer.text}`);
-}
 
-async function waitHealthy(url: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
-    try {
-      if ((await fetch(`${url}/health`)).ok) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url} not healthy within 120 s`);
-}
 
 main().catch((error: unknown) => {
   process.stderr.write(`tracing-cost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
