@@ -25,12 +25,11 @@ import { DEFAULT_LOCOMO } from './workload.js';
  * rounds of `searches` Searches a server, one at a time over a keep-alive connection, sent in
  * blocks of `--block` that go round all the servers (interleaved-servers.ts), so that every
  * server of a round is measured over the same seconds, each server's CPU over a round read from
- * schedstat (every thread). A variant's figure for a round is
- * its processes' CPU over their Searches; the ratios off/base and on/off are taken round by round,
- * then their median (with quartiles). Each process's own median is printed too: a process whose
- * heap V8 collects all the time costs up to twice its siblings' CPU (src/heap-headroom.ts), and
- * several processes a variant dilute one such process. Targets: ≤ 1.01 and
- * ≤ 1.10. A benchmark: it prints, it never fails.
+ * schedstat (every thread). A variant's figure for a round is its processes' CPU over their
+ * Searches; the ratios off/base and on/off are taken round by round, then their median (with
+ * quartiles). Each process's own median is printed too: a process whose heap V8 collects all the
+ * time costs up to twice its siblings' CPU (src/heap-headroom.ts), and several processes a variant
+ * dilute one such process. Targets: ≤ 1.01 and ≤ 1.10. A benchmark: it prints, it never fails.
  */
 
 type Name = 'base' | 'off' | 'on' | 'sampled';
@@ -158,9 +157,6 @@ function noopNsPerSearch(): number {
   if (sink === 0) throw new Error('unreachable');
   return ((used.user + used.system) * 1000) / iterations;
 }
-
-
-
 
 main().catch((error: unknown) => {
   process.stderr.write(`tracing-cost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);

@@ -47,7 +47,7 @@ describe('keepHeapHeadroom', () => {
 
   it('sets the factor V8 uses after a full collection, and leaves an operator-set one', async () => {
     const module = pathToFileURL(path.join(path.dirname(COMPILED_MAIN), 'heap-headroom.js')).href;
-    // 20-odd MB live: more than the floor needs, so the percent set is neither bound.
+    // 20-odd MB live, small beside the young generation: the percent set is above the floor.
     const script = `
       const { keepHeapHeadroom } = await import(${JSON.stringify(module)});
       globalThis.kept = Array.from({ length: 200_000 }, (_, i) => ({ i, text: 'memory ' + i }));

@@ -103,11 +103,11 @@ export function createOtelBackend(options: OtelBackendOptions): TracingBackend {
   return {
     startSpan(name: string, attributes: Attributes | undefined, spanOptions: SpanOptions): Span {
       if (spanOptions.parent === UNSAMPLED_CHILD) return UNSAMPLED_CHILD;
-      const parent = parentContext(spanOptions.parent);
-      const parentFlags = trace.getSpan(parent)?.spanContext().traceFlags;
-      if (parentFlags !== undefined && (parentFlags & TraceFlags.SAMPLED) === 0) return UNSAMPLED_CHILD;
+      // The parent's flags before any context is built: a child left out needs none.
+      const parentSpan = spanOptions.parent instanceof OtelSpanHandle ? spanOptions.parent.span : trace.getSpan(contextManager.active());
+      if (parentSpan !== undefined && (parentSpan.spanContext().traceFlags & TraceFlags.SAMPLED) === 0) return UNSAMPLED_CHILD;
       const startTime = spanOptions.startMs === undefined ? undefined : epochMs(spanOptions.startMs);
-      return handle(tracer.startSpan(name, { attributes: kept(attributes), startTime }, parent));
+      return handle(tracer.startSpan(name, { attributes: kept(attributes), startTime }, parentContext(spanOptions.parent)));
     },
     startServerSpan(name, attributes, headers): Span {
       const callers = propagator.extract(contextManager.active(), headers, defaultTextMapGetter);
