@@ -16,7 +16,7 @@ import { duplicateKey, NO_TAGS, shared, unitText, type SharedStrings } from './m
  * names). Deriving them is the dearest part of making a loaded memory searchable (12-30 µs a
  * memory: the analyzer, a dozen time-expression rules, the entity finder), which a cold user's
  * first Search and a start pay for every memory; so a write stores them in the record as `fx`
- * and a load reads them back instead (bench/stored-features.ts: a cold user's load 9-14% less CPU).
+ * and a load reads them back instead (bench/stored-features.ts: a cold user's load 23% less CPU).
  *
  * A stored set is used only when its fingerprint matches the record it is read with: a 64-bit
  * hash of FEATURES_VERSION and every input of the derivation (text, speaker, time, tags). So a

@@ -35,26 +35,44 @@ describe('loadUnits', () => {
     expect(await sidecarIno(store)).toBe(written);
   });
 
-  it('release frees the vectors at once, after the sidecar write that encodes them', async () => {
+  it('release frees the vectors of a large user at once, after the sidecar write that encodes them', async () => {
     const store = new JsonlStore(await tempDir(), silentLogger(), { sidecarMinRecords: 2 });
     await store.init();
-    await store.append('u', [record(0), record(1), record(2)]);
-    const expected = [0, 1, 2].map((seq) => [...vectorOf(seq)]);
+    // 300 memories: a user large enough for a releasable slab (from 256).
+    const seqs = Array.from({ length: 300 }, (_, seq) => seq);
+    await store.append('u', seqs.map(record));
+    const expected = seqs.map((seq) => [...vectorOf(seq)]);
     // No sidecar yet: the load decodes the JSONL and writes one from these very vectors in the background.
     const decoded = await store.loadUnits('u');
     expect(decoded.release).toBeDefined();
     decoded.release!();
     await store.sidecarsSettled();
     await new Promise((resolve) => setImmediate(resolve));
-    expect(decoded.vectors.map((v) => v!.length)).toEqual([0, 0, 0]);
+    expect(decoded.vectors.every((v) => v!.length === 0)).toBe(true);
     // The sidecar holds the vectors as they were: the next load reads them through it, then frees its own slab.
     const written = await sidecarIno(store);
     const read = await store.loadUnits('u');
     expect(await sidecarIno(store)).toBe(written);
     expect(read.vectors.map((v) => [...v!])).toEqual(expected);
     read.release!();
-    expect(read.vectors.map((v) => v!.length)).toEqual([0, 0, 0]);
+    expect(read.vectors.every((v) => v!.length === 0)).toBe(true);
     // Another load is unaffected by an earlier one's release.
     expect((await store.loadUnits('u')).vectors.map((v) => [...v!])).toEqual(expected);
+  });
+
+  it('gives a small user an ordinary slab, with no release: its vectors go with their views', async () => {
+    const store = new JsonlStore(await tempDir(), silentLogger(), { sidecarMinRecords: 2 });
+    await store.init();
+    await store.append('u', [record(0), record(1), record(2)]);
+    const loaded = await store.loadUnits('u');
+    await store.sidecarsSettled();
+    expect(loaded.release).toBeUndefined();
+    expect(loaded.vectors.map((v) => [...v!])).toEqual([0, 1, 2].map((seq) => [...vectorOf(seq)]));
+    expect(loaded.vectors[0]!.buffer).toBeInstanceOf(ArrayBuffer);
+    expect((loaded.vectors[0]!.buffer as ArrayBuffer & { resizable: boolean }).resizable).toBe(false);
+    // Through the sidecar the next load wrote, too.
+    const again = await store.loadUnits('u');
+    expect(again.release).toBeUndefined();
+    expect(again.vectors.map((v) => [...v!])).toEqual([0, 1, 2].map((seq) => [...vectorOf(seq)]));
   });
 });
