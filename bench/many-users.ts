@@ -36,7 +36,7 @@ const MB = 1024 * 1024;
 const TOP_K = 10;
 const CLIENTS = 32;
 /** Bumped when many-users-store.ts writes something else: a kept store of another version is not reused. */
-const STORE_VERSION = 2;
+const STORE_VERSION = 1;
 /** V8's heap beyond the cache budget, as README "Sizing the cache" tells a server with a budget to run. */
 const HEAP_HEADROOM_MB = 160;
 const RUN = Date.now().toString(36);

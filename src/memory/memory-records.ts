@@ -1,4 +1,10 @@
-import { standaloneContent, type UnitText } from '../ingest/message-units.js';
+import { lexicalText, standaloneContent, type UnitText } from '../ingest/message-units.js';
+import { analyze } from '../retrieval/analyzer.js';
+import { entityMentions, type EntityMention } from '../retrieval/entities/entity-mentions.js';
+import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
+import { eventPeriod } from '../retrieval/time-cues/named-period.js';
+import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
+import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
 import type { StoredRecord } from '../store/stored-record.js';
 import type { Memory, MemoryFields } from '../domain/memory.js';
 
@@ -19,9 +25,9 @@ export function unitText(record: MemoryFields): UnitText {
 export type SharedStrings = Map<string, string>;
 
 /** The empty tag list of every memory without tags (frozen: records are replaced, never changed). */
-export const NO_TAGS = Object.freeze([]) as unknown as string[];
+const NO_TAGS = Object.freeze([]) as unknown as string[];
 
-export function shared(strings: SharedStrings | undefined, value: string): string {
+function shared(strings: SharedStrings | undefined, value: string): string {
   if (!strings) return value;
   const known = strings.get(value);
   if (known !== undefined) return known;
@@ -42,6 +48,55 @@ export function compactRecord(record: StoredRecord, strings: SharedStrings): voi
   if (record.run_id !== undefined) record.run_id = shared(strings, record.run_id);
   if (record.model !== undefined) record.model = shared(strings, record.model);
   if (record.tags.length === 0) record.tags = NO_TAGS;
+}
+
+export function corpusUnit(record: StoredRecord, vector: Float32Array | null, strings?: SharedStrings): CorpusUnit {
+  const text = unitText(record);
+  const speaker = record.role ? shared(strings, record.role.toLowerCase()) : null;
+  const terms = analyze(lexicalText(text));
+  if (strings) for (let i = 0; i < terms.length; i++) terms[i] = shared(strings, terms[i]);
+  // One scan of the text's time expressions serves the three cues that read it (this runs per unit at every load).
+  const saysWhen = hasTimeExpression(record.text);
+  return {
+    seq: record.seq,
+    vector,
+    terms,
+    speaker,
+    sessionId: record.session_id ?? null,
+    messageKey: record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null,
+    timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
+    importance: record.importance,
+    tags: record.tags.length === 0 ? NO_TAGS : record.tags.map((tag) => tag.toLowerCase()),
+    hasTimeExpression: saysWhen,
+    eventPeriod: eventPeriod(record.text, text.timeMs, saysWhen),
+    isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
+    firstPerson: speaksOfSelf(record.text),
+    textKey: shared(strings, duplicateKey(record.text)),
+    entities: unitEntities(record, strings),
+  };
+}
+
+const NO_ENTITIES: readonly EntityMention[] = Object.freeze([]);
+
+/**
+ * Mentions equal in key, kind and confidence, kept once per load (a user's turns name the same
+ * few people again and again): keyed by the load's shared strings, so that it goes with them.
+ */
+const sharedMentions = new WeakMap<SharedStrings, Map<string, EntityMention>>();
+
+/** The record's entity mentions; at a load, each one shared with the user's other units. */
+function unitEntities(record: StoredRecord, strings: SharedStrings | undefined): readonly EntityMention[] {
+  const mentions = entityMentions(record.text, record.role);
+  if (mentions.length === 0) return NO_ENTITIES;
+  if (!strings) return mentions;
+  let known = sharedMentions.get(strings);
+  if (!known) sharedMentions.set(strings, (known = new Map()));
+  return mentions.map((mention) => {
+    const id = `${mention.kind}${mention.confident ? '+' : '?'}${mention.key}`;
+    let kept = known.get(id);
+    if (!kept) known.set(id, (kept = Object.freeze({ ...mention, key: shared(strings, mention.key), surface: shared(strings, mention.surface) })));
+    return kept;
+  });
 }
 
 /** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */
@@ -66,7 +121,7 @@ export function hitContent(record: StoredRecord): string {
 export function publicMemory(record: StoredRecord): Memory {
   const memory: Record<string, unknown> = {};
   for (const key in record) {
-    if (key === 'seq' || key === 'batch' || key === 'batch_id' || key === 'vec' || key === 'model' || key === 'history' || key === 'fx') continue;
+    if (key === 'seq' || key === 'batch' || key === 'batch_id' || key === 'vec' || key === 'model' || key === 'history') continue;
     memory[key] = record[key as keyof StoredRecord];
   }
   memory.version = record.version ?? 1;

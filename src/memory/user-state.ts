@@ -1,8 +1,7 @@
 import { UserCorpus } from '../retrieval/corpus/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import { compactRecord, type SharedStrings } from './memory-records.js';
+import { compactRecord, corpusUnit, type SharedStrings } from './memory-records.js';
 import { Mutex } from './mutex.js';
-import { corpusUnit } from './unit-features.js';
 
 /** What a replica holds of one user: a cache of the store at `version`, searchable in memory. */
 export interface UserState {
@@ -68,10 +67,7 @@ export function admitUnits(
   units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array | null }>,
   { strings, deferIndex = false }: { strings?: SharedStrings; deferIndex?: boolean } = {},
 ): void {
-  // Stored features are read once, into the corpus unit; the record keeps none.
-  const stored = units.map(({ record }) => record.fx);
   for (const { record } of units) {
-    delete record.fx;
     delete record.vec;
     delete record.batch;
     delete record.batch_id;
@@ -84,7 +80,7 @@ export function admitUnits(
     state.textChars += record.text.length;
     if (record.expires_at !== undefined) state.expiring++;
   }
-  const corpusUnits = units.map(({ record, vector }, i) => corpusUnit(record, vector, strings, stored[i]));
+  const corpusUnits = units.map(({ record, vector }) => corpusUnit(record, vector, strings));
   state.corpus.add(corpusUnits, deferIndex);
   // The BM25 index holds the terms now (each unit's distinct terms and counts); the list itself
   // (~150 bytes a unit) is never read again: these units are this state's own, never added twice.

@@ -24,13 +24,6 @@ export interface StoredRecord extends MemoryFields {
    * `memory_versions`). Inside the line, so a delete's rewrite takes them with it; never in a cache.
    */
   history?: MemoryVersion[];
-  /**
-   * What the service derived from the record's text for retrieval (terms and cues,
-   * src/memory/unit-features.ts), stored so that a load need not derive it again. Opaque to the
-   * stores, which keep it as written; checked against the record before it is used, dropped by an
-   * update (the next load derives the changed record's afresh); never in an answer.
-   */
-  fx?: unknown;
 }
 
 /** An update as a store applies it: the fields given replace the stored ones; a new text comes with its vector. */
@@ -78,7 +71,7 @@ export function withoutWriteMarks<T extends { batch?: unknown; batch_id?: unknow
  * end of its user's seqs, so a replica's refresh (the memories from its next seq on) sees it.
  */
 export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: number): StoredRecord {
-  const { history: _history, vec: _vec, fx: _fx, ...current } = withoutWriteMarks(record);
+  const { history: _history, vec: _vec, ...current } = withoutWriteMarks(record);
   const metadata = patch.metadata ?? record.metadata;
   const next: StoredRecord = {
     ...current,
