@@ -1,6 +1,6 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { decodeVectors, type StoredRecord } from '../stored-record.js';
-import { checkSidecar, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
+import { checkSidecar, SIDECAR_HEADER_BYTES, sidecarHeader, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
 import type { UserLayout } from './layout.js';
 import { countLines } from './line-scanner.js';
 import { parseRepairing, readInto, readMemories, type LoadedUser } from './load-records.js';
@@ -33,11 +33,9 @@ const RELEASABLE_MIN_MEMORIES = 256;
 
 /** A zeroed buffer of `size` bytes for the vectors of `memories` memories: for a large user, one whose memory `release` gives back at once (a resizable ArrayBuffer shrunk to 0). */
 function releasableBuffer(size: number, memories: number): { bytes: Buffer; slab: ArrayBuffer } {
-  if (memories < RELEASABLE_MIN_MEMORIES) {
-    const slab = new ArrayBuffer(size);
-    return { bytes: Buffer.from(slab, 0, size), slab };
-  }
-  const slab = new (ArrayBuffer as unknown as new (size: number, options: { maxByteLength: number }) => ArrayBuffer)(size, { maxByteLength: size });
+  const slab = memories < RELEASABLE_MIN_MEMORIES
+    ? new ArrayBuffer(size)
+    : new (ArrayBuffer as unknown as new (size: number, options: { maxByteLength: number }) => ArrayBuffer)(size, { maxByteLength: size });
   return { bytes: Buffer.from(slab, 0, size), slab };
 }
 
@@ -90,7 +88,9 @@ async function readSidecar(layout: UserLayout, userId: string, content: Buffer):
   let handle: FileHandle | undefined;
   try {
     handle = await open(layout.userFile(userId, VECTOR_SIDECAR_FILE), 'r');
-    const buffer = releasableBuffer((await handle.stat()).size, countLines(content));
+    // The header's count picks the slab's kind: no scan of the memories file on this, the fast path.
+    const count = sidecarHeader(await readInto(handle, Buffer.alloc(SIDECAR_HEADER_BYTES)))?.count ?? 0;
+    const buffer = releasableBuffer((await handle.stat()).size, count);
     read = { bytes: await readInto(handle, buffer.bytes), slab: buffer.slab };
   } catch {
     return null;
