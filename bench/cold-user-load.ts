@@ -19,11 +19,10 @@ import { parseArgs } from 'node:util';
 import { silentLogger } from '../src/logger.js';
 import { admitUnits, emptyUserState } from '../src/memory/user-state.js';
 import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
+import { round } from './http-load.js';
 import { median } from './interleaved-servers.js';
 import { plannedUsers, writeManyUsers } from './many-users-store.js';
 import { DEFAULT_LOCOMO, loadWorkload } from './workload.js';
-
-const round = (value: number, digits = 0) => Number(value.toFixed(digits));
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { users: { type: 'string', default: '4000' }, block: { type: 'string', default: '200' }, locomo: { type: 'string', default: DEFAULT_LOCOMO } } });
@@ -65,7 +64,7 @@ async function main(): Promise<void> {
       users: users.length,
       memories_per_user: round(users.reduce((sum, user) => sum + user.memories, 0) / users.length, 1),
       blocks_measured: loads.length,
-      cpu_us_per_user: { load: round(median(loads)), admit: round(median(admits)), total: round(median(loads) + median(admits)) },
+      cpu_us_per_user: { load: round(median(loads), 0), admit: round(median(admits), 0), total: round(median(loads) + median(admits), 0) },
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
     await store.close();
