@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadavg, cpus, tmpdir } from 'node:os';
@@ -12,12 +12,14 @@ import { ServerProcess } from './server-process.js';
 import { DEFAULT_LOCOMO } from './workload.js';
 
 /**
- * `node dist/bench/tracing-cost.js [--base <checkout>] [--rounds 20] [--searches 150] [--processes 2] [--block 10]`:
+ * `node dist/bench/tracing-cost.js [--base <checkout>] [--trials 4] [--rounds 10] [--searches 150] [--processes 2] [--block 10]`:
  * what tracing costs a cached Search (issue 28, item 4), in one run. Real servers
  * (`dist/src/main.js`) serve copies of one data directory (LoCoMo's two longest conversations,
  * ~690 memories each, stored with the real encoder), `--processes` of each variant:
  * - `base`: the build of `--base`, a checkout of the code before tracing, built (`npm run build`);
  * - `off`: this build, no OTLP endpoint (the no-op path);
+ * - `control`: the same as `off` again, so that `control_over_off` shows what two sets of
+ *   servers of one build differ by: the resolution of every other ratio of the run;
  * - `on`: this build exporting every span (OTEL_TRACES_SAMPLER=always_on, OTLP protobuf) to a
  *   receiver in this process that counts them and drops them;
  * - `sampled`: the same with one trace in ten sampled (OTEL_TRACES_SAMPLER=traceidratio, 0.1).
@@ -26,13 +28,15 @@ import { DEFAULT_LOCOMO } from './workload.js';
  * blocks of `--block` that go round all the servers (interleaved-servers.ts), so that every
  * server of a round is measured over the same seconds, each server's CPU over a round read from
  * schedstat (every thread). A variant's figure for a round is its processes' CPU over their
- * Searches; the ratios off/base and on/off are taken round by round, then their median (with
- * quartiles). Each process's own median is printed too: a process whose heap V8 collects all the
- * time costs up to twice its siblings' CPU (src/heap-headroom.ts), and several processes a variant
- * dilute one such process. Targets: ≤ 1.01 and ≤ 1.10. A benchmark: it prints, it never fails.
+ * Searches; a ratio is taken round by round, and the median (with quartiles) is over the rounds
+ * of every trial, each trial's own median printed beside it. `--trials` runs the whole again on
+ * new processes: a server process keeps its cost per Search for its life (within 5-10% of a
+ * sibling of the same build, which two processes a variant do not average out), so the figure
+ * needs many processes more than many rounds. Targets: off/base ≤ 1.01, on/off ≤ 1.10. A
+ * benchmark: it prints, it never fails.
  */
 
-type Name = 'base' | 'off' | 'on' | 'sampled';
+type Name = 'base' | 'off' | 'control' | 'on' | 'sampled';
 
 /** An OTLP/HTTP receiver that answers 200 and counts the Search operation spans it was sent (protobuf keeps span names as plain bytes). */
 async function startReceiver(): Promise<{ url: string; searchSpans(): number; close(): Promise<void> }> {
@@ -60,8 +64,17 @@ async function startReceiver(): Promise<{ url: string; searchSpans(): number; cl
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
-    options: { base: { type: 'string' }, rounds: { type: 'string', default: '20' }, searches: { type: 'string', default: '150' }, processes: { type: 'string', default: '2' }, block: { type: 'string', default: '10' }, locomo: { type: 'string', default: DEFAULT_LOCOMO } },
+    options: {
+      base: { type: 'string' },
+      trials: { type: 'string', default: '4' },
+      rounds: { type: 'string', default: '10' },
+      searches: { type: 'string', default: '150' },
+      processes: { type: 'string', default: '2' },
+      block: { type: 'string', default: '10' },
+      locomo: { type: 'string', default: DEFAULT_LOCOMO },
+    },
   });
+  const trials = Number(values.trials);
   const rounds = Number(values.rounds);
   const perRound = Number(values.searches);
   const processes = Number(values.processes);
@@ -77,50 +90,77 @@ async function main(): Promise<void> {
     const plan: Array<Variant & { name: Name }> = [
       ...(values.base === undefined ? [] : [{ name: 'base' as const, entry: path.resolve(values.base, 'dist/src/main.js') }]),
       { name: 'off' },
+      // The same as `off`: what two sets of servers of one build differ by, the resolution of the ratios below.
+      { name: 'control' },
       { name: 'on', env: traced },
       // One trace in ten: what the context machinery costs the other nine, beside the exported one.
       { name: 'sampled', env: { ...traced, OTEL_TRACES_SAMPLER: 'traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.1' } },
     ];
-    const servers: MeasuredServer[] = await startVariants(work, seedDir, plan, processes);
-    await measureRounds(servers, questions, { rounds, perRound, block });
-    const on = servers.find((measured) => measured.variant === 'on')!;
-    // The spans still buffered (the batch processor's delay) are exported when it stops.
-    const searchSpansBeforeStop = receiver.searchSpans();
-    for (const measured of servers) {
-      measured.client.close();
-      await measured.server.stop();
-    }
     const names = plan.map((variant) => variant.name);
-    const usPerSearch = Object.fromEntries(names.map((name) => [name, +(median(variantRounds(servers, name)!) / 1000).toFixed(1)])) as Record<Name, number>;
-    const perProcess = Object.fromEntries(names.map((name) => [name, servers.filter((measured) => measured.variant === name).map((measured) => +(median(measured.rounds) / 1000).toFixed(1))]));
-    const offOverBase = roundRatio(servers, 'off', 'base');
-    const onOverOff = roundRatio(servers, 'on', 'off');
-    const sampledOverOff = roundRatio(servers, 'sampled', 'off');
+    // Every trial starts its own processes: a process keeps its cost for life (its heap's
+    // collections, where it runs), so the processes, not the rounds, are what must be many.
+    const measured: MeasuredServer[][] = [];
+    let searchSpansBeforeStop = 0;
+    for (let trial = 0; trial < trials; trial++) {
+      const trialWork = path.join(work, `trial-${trial}`);
+      await mkdir(trialWork);
+      const servers = await startVariants(trialWork, seedDir, plan, processes);
+      await measureRounds(servers, questions, { rounds, perRound, block });
+      // The spans still buffered (the batch processor's delay) are exported when it stops.
+      searchSpansBeforeStop = receiver.searchSpans();
+      for (const server of servers) {
+        server.client.close();
+        await server.server.stop();
+      }
+      measured.push(servers);
+      await rm(trialWork, { recursive: true, force: true });
+    }
+    const on = measured.flat().filter((server) => server.variant === 'on');
+    const pooled = (variant: Name): number[] => measured.flatMap((servers) => variantRounds(servers, variant) ?? []);
+    const usPerSearch = Object.fromEntries(names.map((name) => [name, +(median(pooled(name)) / 1000).toFixed(1)])) as Record<Name, number>;
+    const perProcess = Object.fromEntries(names.map((name) => [name, measured.flat().filter((server) => server.variant === name).map((server) => +(median(server.rounds) / 1000).toFixed(1))]));
+    const ratio = (a: Name, b: Name) => {
+      const perTrial = measured.map((servers) => roundRatio(servers, a, b));
+      if (perTrial.some((figure) => figure === undefined)) return undefined;
+      const rounds = measured.flatMap((servers) => {
+        const top = variantRounds(servers, a)!;
+        const bottom = variantRounds(servers, b)!;
+        return top.map((value, i) => value / bottom[i]);
+      });
+      const sorted = [...rounds].sort((x, y) => x - y);
+      return {
+        median: +median(sorted).toFixed(4),
+        quartiles: [+sorted[Math.floor(sorted.length / 4)].toFixed(4), +sorted[Math.floor((sorted.length * 3) / 4)].toFixed(4)],
+        each_trial: perTrial.map((figure) => figure!.median),
+      };
+    };
+    const offOverBase = ratio('off', 'base');
+    const controlOverOff = ratio('control', 'off');
+    const onOverOff = ratio('on', 'off');
+    const sampledOverOff = ratio('sampled', 'off');
+    const sentToOn = on.reduce((sum, server) => sum + server.searches, 0) + on.length * (questions.length + perRound);
     const result = {
       cpu: cpus()[0]?.model ?? 'unknown',
       cores: cpus().length,
       memories: 'LoCoMo: the two longest conversations',
       node: process.version,
-      processes_per_variant: processes,
-      searches_per_server: on.searches,
-      rounds,
+      trials,
+      processes_per_variant_per_trial: processes,
+      rounds_per_trial: rounds,
       searches_per_round: perRound,
       block,
       cpu_us_per_search_median: usPerSearch,
       cpu_us_per_search_each_process: perProcess,
-      off_over_base: offOverBase?.median,
-      off_over_base_quartiles: offOverBase?.quartiles,
+      off_over_base: offOverBase,
+      control_over_off: controlOverOff,
       noop_path_ns_per_search: +noopNsPerSearch().toFixed(0),
       noop_path_share_of_a_search: +(noopNsPerSearch() / 1000 / (usPerSearch.base ?? usPerSearch.off)).toFixed(5),
-      on_over_off: onOverOff?.median,
-      on_over_off_quartiles: onOverOff?.quartiles,
-      sampled_10pct_over_off: sampledOverOff?.median,
-      sampled_10pct_over_off_quartiles: sampledOverOff?.quartiles,
+      on_over_off: onOverOff,
+      sampled_10pct_over_off: sampledOverOff,
       search_spans_exported: receiver.searchSpans(),
-      search_spans_exported_before_stop: searchSpansBeforeStop,
-      // Warm-up Searches included; the sampled server's tenth of its traces are exported too.
-      searches_sent_to_on: on.searches + questions.length + perRound,
-      searches_sent_to_sampled: on.searches + questions.length + perRound,
+      search_spans_exported_by_the_last_trial_before_stop: searchSpansBeforeStop,
+      // Warm-up Searches included; the sampled servers' tenth of their traces are exported too.
+      searches_sent_to_on: sentToOn,
       load_average_1m: +loadavg()[0].toFixed(2),
     };
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
