@@ -38,7 +38,15 @@ export async function startReceiver(behave: (attempt: number, event: Received['e
     request.setEncoding('utf8');
     request.on('data', (chunk: string) => (body += chunk));
     request.on('end', () => {
-      const event = JSON.parse(body) as Received['event'];
+      // A request cut short (its sender SIGKILLed mid-body, as the crash tests do) is no
+      // delivery: nothing is recorded, and a live sender of a malformed body would see a 400.
+      let event: Received['event'];
+      try {
+        event = JSON.parse(body) as Received['event'];
+      } catch {
+        if (!response.destroyed) response.writeHead(400, { 'content-type': 'text/plain' }).end('malformed');
+        return;
+      }
       const answer = behave(received.length, event);
       received.push({ body, signature: String(request.headers['memorypool-signature'] ?? ''), authorization: request.headers.authorization, event, answer });
       if (answer === 'hang') hanging.add(response);
