@@ -121,7 +121,7 @@ export function hitContent(record: StoredRecord): string {
 export function publicMemory(record: StoredRecord): Memory {
   const memory: Record<string, unknown> = {};
   for (const key in record) {
-    if (key === 'seq' || key === 'batch' || key === 'batch_id' || key === 'vec' || key === 'model' || key === 'history') continue;
+    if (key === 'seq' || key === 'batch' || key === 'batch_id' || key === 'vec' || key === 'model' || key === 'history' || key === 'fx') continue;
     memory[key] = record[key as keyof StoredRecord];
   }
   memory.version = record.version ?? 1;

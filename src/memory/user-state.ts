@@ -68,6 +68,10 @@ export function admitUnits(
   { strings, deferIndex = false }: { strings?: SharedStrings; deferIndex?: boolean } = {},
 ): void {
   for (const { record } of units) {
+    // An earlier build's stored features (stored-record.ts, `fx`): set to undefined, not deleted,
+    // since `fx` sits mid-line and deleting a property other than the last turns the object into
+    // a slow dictionary (measured on every cached record of such a store: +45 MiB at 10,000 users).
+    if (record.fx !== undefined) record.fx = undefined;
     delete record.vec;
     delete record.batch;
     delete record.batch_id;

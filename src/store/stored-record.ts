@@ -24,6 +24,12 @@ export interface StoredRecord extends MemoryFields {
    * `memory_versions`). Inside the line, so a delete's rewrite takes them with it; never in a cache.
    */
   history?: MemoryVersion[];
+  /**
+   * The retrieval features builds 5f24138 to a77c27a stored with each memory they wrote (reverted
+   * since): kept in those lines as written, never answered, dropped by an update's rewrite and
+   * from a load's cached record; nothing reads it.
+   */
+  fx?: unknown;
 }
 
 /** An update as a store applies it: the fields given replace the stored ones; a new text comes with its vector. */
@@ -71,7 +77,7 @@ export function withoutWriteMarks<T extends { batch?: unknown; batch_id?: unknow
  * end of its user's seqs, so a replica's refresh (the memories from its next seq on) sees it.
  */
 export function patchedRecord(record: StoredRecord, patch: RecordPatch, seq: number): StoredRecord {
-  const { history: _history, vec: _vec, ...current } = withoutWriteMarks(record);
+  const { history: _history, vec: _vec, fx: _fx, ...current } = withoutWriteMarks(record);
   const metadata = patch.metadata ?? record.metadata;
   const next: StoredRecord = {
     ...current,

@@ -1,10 +1,12 @@
 import { expect } from 'vitest';
+import { memorySchema } from '../../src/protocol/response-schemas.js';
 import type { ServerProcess } from './server-process.js';
 
 /**
  * What the upgrade tests check on a server opened on data an earlier build wrote (a data
  * directory under test/fixtures/data-dirs/, a PostgreSQL dump under test/fixtures/postgres/):
- * every memory that build answered, as it answered it, with its versions; nothing it had deleted;
+ * every memory that build answered, as it answered it and in the documented shape (no field of
+ * the old line that this build does not answer), with its versions; nothing it had deleted;
  * its platform Add request ids, so a repeat of that Add stores nothing; and a search that finds.
  */
 
@@ -33,6 +35,7 @@ export async function expectServesEarlierAnswers(server: ServerProcess, expected
     for (const { memory, history } of memories) {
       const now = (await get(`/mem/${memory.id}?user_id=${user}`)) as Record<string, unknown>;
       expect(now).toMatchObject(memory);
+      expect(memorySchema.safeParse(now).error?.issues, `${user}: ${memory.id as string}`).toBeUndefined();
       const versions = ((await get(`/mem/${memory.id}/history?user_id=${user}`)) as { versions: Array<Record<string, unknown>> }).versions;
       // A build without history served none: its memory is this build's version 1.
       if (history) expect(versions).toEqual(history.versions);
