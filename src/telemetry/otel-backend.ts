@@ -112,9 +112,8 @@ export function createOtelBackend(options: OtelBackendOptions): TracingBackend {
     startSpan(name: string, attributes: Attributes | undefined, spanOptions: SpanOptions): Span {
       const { parent } = spanOptions;
       if (parent === UNSAMPLED_CHILD || parent instanceof UnsampledSpan) return UNSAMPLED_CHILD;
-      if (parent instanceof RecordedSpan) return start(name, SpanKind.INTERNAL, attributes, parent, contextManager.active(), spanOptions.startMs);
       const active = contextManager.active();
-      return start(name, SpanKind.INTERNAL, attributes, trace.getSpan(active), active, spanOptions.startMs);
+      return start(name, SpanKind.INTERNAL, attributes, parent instanceof RecordedSpan ? parent : trace.getSpan(active), active, spanOptions.startMs);
     },
     startServerSpan(name, attributes, headers): Span {
       const callers = propagator.extract(contextManager.active(), headers, defaultTextMapGetter);
