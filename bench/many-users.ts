@@ -11,8 +11,9 @@
  *
  * The stores are written straight through each store's `append` (many-users-store.ts) once and
  * kept under `--stores` (default: /tmp/memorypool-many-users), keyed by their inputs, so a later
- * run reuses them. What a run changes in them is small and its own: Adds under request ids of the
- * run, and users of the run's own written and deleted (the store's users are never deleted).
+ * run reuses them. A run changes nothing of theirs: its Adds go to users of its own (one, and one
+ * per random-user Add), written beside the victims of its deletions, and every user of its own is
+ * deleted before it ends (the store's users are never written to or deleted).
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
@@ -35,8 +36,12 @@ import { DEFAULT_LOCOMO, loadWorkload, mulberry32, type Workload } from './workl
 const MB = 1024 * 1024;
 const TOP_K = 10;
 const CLIENTS = 32;
-/** Bumped when many-users-store.ts writes something else: a kept store of another version is not reused. */
-const STORE_VERSION = 1;
+/**
+ * Bumped when many-users-store.ts writes something else, or a kept store must not be reused: v1
+ * stores took each run's Adds into the one-user phase's user (7,326 memories after ~38 runs, not
+ * "a warm user of the same size"); v2 was written with stored unit features (reverted).
+ */
+const STORE_VERSION = 3;
 /** V8's heap beyond the cache budget, as README "Sizing the cache" tells a server with a budget to run. */
 const HEAP_HEADROOM_MB = 160;
 const RUN = Date.now().toString(36);
@@ -65,6 +70,14 @@ export const MANY_USERS_PLANS: Record<'quick' | 'full', ManyUsersPlan> = {
 const ADD_MESSAGES = 4;
 /** Windows of each of two loads compared, taken in turn. */
 const ROUNDS = 3;
+
+/** Adds a load sends in one window of the Add phase, and in all its windows. */
+function addsPerWindow(plan: ManyUsersPlan): number {
+  return Math.ceil(plan.adds / ROUNDS);
+}
+function addsPerLoad(plan: ManyUsersPlan): number {
+  return addsPerWindow(plan) * ROUNDS;
+}
 /** A /health or /mem/stats not answered by then counts as this long, and an error. */
 const GET_TIMEOUT_MS = 120_000;
 
@@ -118,12 +131,14 @@ export async function measureManyUsers(options: ManyUsersOptions) {
       } else {
         progress(`many users (${kind}): reusing ${kind === 'jsonl' ? dataDir : path.join(storesDir, key)}`);
       }
-      // The users deleted by the run: its own, written now (the store's users stay for the next run).
+      // The users deleted by the run and those its Adds go to: its own, written now (the store's
+      // users stay as they are for the next run). 30 memories each, the size of the one-user phases' user.
       const victims = Array.from({ length: plan.deletes }, (_, i) => ({ userId: `zz-delete-${RUN}-${i}`, memories: 30 }));
-      await withStore(open, (store) => writeManyUsers(store, victims, texts, plan.seed + 1));
+      const addUsers = Array.from({ length: 1 + addsPerLoad(plan) }, (_, i) => ({ userId: `zz-adds-${RUN}-${i}`, memories: 30 }));
+      await withStore(open, (store) => writeManyUsers(store, [...victims, ...addUsers], texts, plan.seed + 1));
       const emptyDir = path.join(options.workDir, `many-users-empty-${kind}`);
       const emptyUrl = postgres ? await postgres.createDatabase(`empty_${RUN}`) : undefined;
-      const result = await measureStore({ kind, dataDir, url, emptyDir, emptyUrl, users, memories, victims: victims.map((victim) => victim.userId), questions, options });
+      const result = await measureStore({ kind, dataDir, url, emptyDir, emptyUrl, users, memories, victims: victims.map((victim) => victim.userId), addUsers: addUsers.map((user) => user.userId), questions, options });
       if (emptyUrl) await dropDatabase(url!, `empty_${RUN}`);
       results.push({ ...result, store_write_s: writeS, disk: kind === 'jsonl' ? await jsonlDisk(dataDir, memories) : await postgresDisk(url!, memories) });
       const disk = results.at(-1)!.disk;
@@ -175,6 +190,8 @@ interface StoreRun {
   users: ReadonlyArray<{ userId: string; memories: number }>;
   memories: number;
   victims: string[];
+  /** The run's own users the Adds go to: the first takes the one-user Adds, each other one random-user Add. */
+  addUsers: string[];
   questions: () => string;
   options: ManyUsersOptions;
 }
@@ -256,8 +273,13 @@ async function measureStore(run: StoreRun) {
       session_id: `mu-session-${RUN}`,
       messages: Array.from({ length: ADD_MESSAGES }, (_, m) => ({ role: m % 2 ? 'assistant' : 'user', content: questions(), timestamp: Date.UTC(2030, 0, 1) + n * 1000 + m })),
     });
+    // Each random-user Add to a user no request has loaded, as an Add to a random user of the
+    // store is (the cache holds a few percent of them), but to the run's own users: Adds to the
+    // store's users would change it for the runs that reuse it.
     let n = 0;
-    const [addsOne, addsRandom] = await alternated(server, client, '/add', checkAdd, [() => addBody(warmUser, n++), () => addBody(pick(), n++)], { count: Math.ceil(plan.adds / ROUNDS) });
+    const [oneAddUser, ...randomAddUsers] = run.addUsers;
+    let nextRandom = 0;
+    const [addsOne, addsRandom] = await alternated(server, client, '/add', checkAdd, [() => addBody(oneAddUser, n++), () => addBody(randomAddUsers[nextRandom++ % randomAddUsers.length], n++)], { count: addsPerWindow(plan) });
     progress(`${label}: Adds of ${ADD_MESSAGES} messages at ${CLIENTS} clients: one user ${addsOne.load.per_s} Adds/s (p50 ${addsOne.load.latency_ms.p50} ms), random users ${addsRandom.load.per_s} Adds/s (p50 ${addsRandom.load.latency_ms.p50} ms)`);
 
     // Deleting a user (the run's own users, never loaded before).
@@ -270,6 +292,11 @@ async function measureStore(run: StoreRun) {
     }
     const deleteStats = latencyStats(deletes);
     progress(`${label}: deleting a user p50 ${deleteStats.p50} ms, max ${deleteStats.max} ms (${deletes.length} users)`);
+    // The run's Add users go too, unmeasured, so that the kept store is the next run's as it was.
+    for (const userId of run.addUsers) {
+      const answer = await client.delete(`/users/${encodeURIComponent(userId)}`, 60_000);
+      if (answer.status !== 200) throw new Error(`deleting the run's user ${userId} answered ${answer.status}: ${answer.text.slice(0, 200)}`);
+    }
     const healthAfter = await timedGets(client, '/health', plan.healthCalls);
     const resident = server.memory();
     const stop = await server.stop(120_000);
