@@ -162,6 +162,20 @@ describe('the vector sidecar of the JSONL store', () => {
     expect(lines.filter((line) => String(line.msg).includes('sidecar not used'))).toHaveLength(3);
   });
 
+  it('is not looked for when the file holds fewer lines than a sidecar is written for: a small user loads from the JSONL alone', async () => {
+    const { store, lines } = await openStore();
+    await store.append('u', records(0, 3));
+    // A file where a sidecar would be: looked at, it would be refused and the refusal logged.
+    await writeFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE), 'short');
+    await loadChecked(store, 'u');
+    expect(sidecarUnused(lines)).toBe(false);
+    // At the size a sidecar is written for (4 here), the load looks, refuses it, and writes its own.
+    await store.append('u', records(3, 4));
+    await loadChecked(store, 'u');
+    expect(sidecarUnused(lines)).toBe(true);
+    expect((await readFile(path.join(store.userDir('u'), VECTOR_SIDECAR_FILE))).length).toBeGreaterThan('short'.length);
+  });
+
   it('leaves a torn or malformed line after it to the plain load, which quarantines it', async () => {
     const { store } = await openStore();
     await store.append('u', records(0, 10));

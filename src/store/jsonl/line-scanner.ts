@@ -27,11 +27,11 @@ export function indexIn(content: Buffer, value: number | Buffer, from: number, t
   return -1;
 }
 
-/** Newline-terminated lines with something on them (a torn last line is not a memory). */
-export function countLines(content: Buffer): number {
+/** Newline-terminated lines with something on them (a torn last line is not a memory), counted up to `atMost`. */
+export function countLines(content: Buffer, atMost = Infinity): number {
   let count = 0;
   let start = 0;
-  for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
+  for (let end = indexIn(content, 10, start); end !== -1 && count < atMost; end = indexIn(content, 10, start)) {
     if (end > start) count++;
     start = end + 1;
   }

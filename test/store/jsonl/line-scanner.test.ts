@@ -39,4 +39,9 @@ describe('countLines', () => {
     expect(countLines(Buffer.from('a\n\nb\n  \nc'))).toBe(3);
     expect(countLines(Buffer.alloc(0))).toBe(0);
   });
+
+  it('stops at the count asked for', () => {
+    expect(countLines(Buffer.from('a\nb\nc\nd\n'), 2)).toBe(2);
+    expect(countLines(Buffer.from('a\n\nb\n'), 5)).toBe(2);
+  });
 });
