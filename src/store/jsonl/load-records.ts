@@ -139,13 +139,13 @@ export async function readAppended(layout: UserLayout, userId: string, expected:
 const READ_CHUNK_BYTES = 1 << 30;
 
 /**
- * The whole file behind `handle` (`size` bytes as its stat gave them) in one buffer, read a
- * gigabyte at a time. A file that grew since its stat is read up to `size`, as `readFile` would
- * not promise more either; one that shrank comes back short.
+ * The whole file behind `handle` (`size` bytes as its stat gave them) in one buffer of its own, read
+ * a gigabyte at a time. A file that grew since its stat is read up to `size`, so the bytes are the
+ * stamp's; one that shrank comes back short. Not `handle.readFile()`, which takes a stat of its own
+ * (one more trip to libuv's pool on every cold load).
  */
 export async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
-  if (size < READ_CHUNK_BYTES) return handle.readFile();
-  return readInto(handle, Buffer.allocUnsafe(size));
+  return readInto(handle, Buffer.allocUnsafeSlow(size));
 }
 
 /** Fills `buffer` from the file's start, in chunks; a file shorter than it gives the part read. */
