@@ -63,7 +63,7 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
   if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
   // A sidecar is written for a user of `minRecords` memories or more (a rewrite removes it), so a
   // file of fewer lines has none that could prove current: not looking spares a small user's load
-  // an open that fails (~0.1 ms of the ~1.7 a cold user of 30 memories costs, bench/cold-user-load.ts).
+  // an open that fails (~0.1 ms of the ~1.3 a cold user of 30 memories cost, bench/cold-user-load.ts).
   const sidecar = countLines(read.content, sidecars.minRecords) >= sidecars.minRecords ? await readSidecar(layout, userId, read.content) : null;
   const fast = sidecar ? parseWithSidecar(read.content, userId, sidecar.sidecar) : null;
   if (fast) {
