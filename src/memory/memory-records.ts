@@ -5,6 +5,7 @@ import { isDistractorQuestion, speaksOfSelf } from '../retrieval/query-cues.js';
 import { eventPeriod } from '../retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../retrieval/time-cues/time-expression.js';
 import type { CorpusUnit } from '../retrieval/corpus/corpus-types.js';
+import type { TimePeriod } from '../retrieval/time-cues/calendar.js';
 import type { StoredRecord } from '../store/stored-record.js';
 import type { Memory, MemoryFields } from '../domain/memory.js';
 
@@ -20,7 +21,7 @@ export function unitText(record: MemoryFields): UnitText {
 
 /**
  * Equal strings of one user's memories, kept once: each parsed line brings its own copy of the
- * user id, the model, the Add's request id and dates, and each analysed text its own terms.
+ * user id, the model, the Add's request id and dates.
  */
 export type SharedStrings = Map<string, string>;
 
@@ -50,30 +51,71 @@ export function compactRecord(record: StoredRecord, strings: SharedStrings): voi
   if (record.tags.length === 0) record.tags = NO_TAGS;
 }
 
+/**
+ * A stored record's unit. Its event period is resolved when first read, not at the load: only a
+ * query naming a period reads it (the `eventPeriod` cue), and resolving it ran the time rules over
+ * every text that says when at every cold load (about a tenth of a cold user's load, measured by
+ * bench/cold-user-load.ts). The result is the same whenever it is read: the text and its date
+ * never change for a unit (an update makes a new one).
+ */
+class RecordUnit implements CorpusUnit {
+  readonly seq: number;
+  vector: Float32Array | null;
+  terms: readonly string[];
+  readonly speaker: string | null;
+  readonly sessionId: string | null;
+  readonly messageKey: string | null;
+  readonly timeMs: number;
+  readonly importance: number;
+  readonly tags: readonly string[];
+  readonly hasTimeExpression: boolean;
+  readonly isQuestion: boolean;
+  readonly firstPerson: boolean;
+  readonly textKey: string;
+  readonly entities: readonly EntityMention[];
+  /** The text whose event period is still to resolve; null once resolved, or when there is none to find. */
+  private periodText: string | null;
+  private period: TimePeriod | null;
+
+  constructor(record: StoredRecord, vector: Float32Array | null, strings: SharedStrings | undefined) {
+    const text = unitText(record);
+    const speaker = record.role ? shared(strings, record.role.toLowerCase()) : null;
+    // Not shared: the BM25 index keeps one copy of each term (the first it is given), and admitUnits
+    // lets the unit's list go once the index has it.
+    const terms = analyze(lexicalText(text));
+    // One scan of the text's time expressions serves the three cues that read it (this runs per unit at every load).
+    const saysWhen = hasTimeExpression(record.text);
+    const timed = Number.isFinite(text.timeMs);
+    this.seq = record.seq;
+    this.vector = vector;
+    this.terms = terms;
+    this.speaker = speaker;
+    this.sessionId = record.session_id ?? null;
+    this.messageKey = record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null;
+    this.timeMs = timed ? text.timeMs : 0;
+    this.importance = record.importance;
+    this.tags = record.tags.length === 0 ? NO_TAGS : record.tags.map((tag) => tag.toLowerCase());
+    this.hasTimeExpression = saysWhen;
+    this.isQuestion = isDistractorQuestion(record.text, speaker, saysWhen);
+    this.firstPerson = speaksOfSelf(record.text);
+    this.textKey = shared(strings, duplicateKey(record.text));
+    this.entities = unitEntities(record, strings);
+    // eventPeriod() finds nothing in a text that says no time or has no date to resolve it against.
+    this.periodText = saysWhen && timed ? record.text : null;
+    this.period = null;
+  }
+
+  get eventPeriod(): TimePeriod | null {
+    if (this.periodText !== null) {
+      this.period = eventPeriod(this.periodText, this.timeMs, true);
+      this.periodText = null;
+    }
+    return this.period;
+  }
+}
+
 export function corpusUnit(record: StoredRecord, vector: Float32Array | null, strings?: SharedStrings): CorpusUnit {
-  const text = unitText(record);
-  const speaker = record.role ? shared(strings, record.role.toLowerCase()) : null;
-  const terms = analyze(lexicalText(text));
-  if (strings) for (let i = 0; i < terms.length; i++) terms[i] = shared(strings, terms[i]);
-  // One scan of the text's time expressions serves the three cues that read it (this runs per unit at every load).
-  const saysWhen = hasTimeExpression(record.text);
-  return {
-    seq: record.seq,
-    vector,
-    terms,
-    speaker,
-    sessionId: record.session_id ?? null,
-    messageKey: record.request_id !== undefined && record.message_index !== undefined ? `${record.request_id}#${record.message_index}` : null,
-    timeMs: Number.isFinite(text.timeMs) ? text.timeMs : 0,
-    importance: record.importance,
-    tags: record.tags.length === 0 ? NO_TAGS : record.tags.map((tag) => tag.toLowerCase()),
-    hasTimeExpression: saysWhen,
-    eventPeriod: eventPeriod(record.text, text.timeMs, saysWhen),
-    isQuestion: isDistractorQuestion(record.text, speaker, saysWhen),
-    firstPerson: speaksOfSelf(record.text),
-    textKey: shared(strings, duplicateKey(record.text)),
-    entities: unitEntities(record, strings),
-  };
+  return new RecordUnit(record, vector, strings);
 }
 
 const NO_ENTITIES: readonly EntityMention[] = Object.freeze([]);
@@ -99,10 +141,15 @@ function unitEntities(record: StoredRecord, strings: SharedStrings | undefined):
   });
 }
 
+/** White space that trimming and collapsing would change: at either end, other than a space, or a run. */
+const SPACING_TO_COLLAPSE = /^\s|\s$|[^\S ]|  /;
+
 /** What makes two memories the same text for the answers: trimmed, white space collapsed, any case. */
 export function duplicateKey(text: string): string {
-  return text.trim().replace(/\s+/g, ' ').toLowerCase();
+  // Most texts are spaced already: a test is cheaper than a replacement that rebuilds the string.
+  return SPACING_TO_COLLAPSE.test(text) ? text.trim().replace(/\s+/g, ' ').toLowerCase() : text.toLowerCase();
 }
+
 
 /** A record's standalone content, built once: a record is replaced, never changed, so it cannot go stale. */
 const contentCache = new WeakMap<StoredRecord, string>();

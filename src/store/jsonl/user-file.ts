@@ -1,4 +1,4 @@
-import { constants as fsConstants } from 'node:fs';
+import { constants as fsConstants, statSync } from 'node:fs';
 import { mkdir, open, readFile, readdir, rm, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { storageError } from '../../errors.js';
@@ -44,8 +44,14 @@ export function withCacheLock<T>(layout: UserLayout, userId: string, task: () =>
  * from deletes by counts over seqs, and HNSW caches are keyed by seq).
  */
 export async function seqFloor(layout: UserLayout, userId: string): Promise<number> {
+  const file = layout.syncFile(userId, 'next-seq');
+  // Most users never had memories taken away, so most have no floor: asked synchronously, like
+  // the freshness check's stat (file-stamp.ts), their absence costs no trip to libuv's pool and
+  // no ENOENT error (every cold load asks). A file written meanwhile by another process is read
+  // by the next load, as it would be if it were written just after the read below.
   try {
-    const value = Number((await readFile(layout.syncFile(userId, 'next-seq'), 'utf8')).trim());
+    if (statSync(file, { throwIfNoEntry: false }) === undefined) return 0;
+    const value = Number((await readFile(file, 'utf8')).trim());
     return Number.isSafeInteger(value) && value > 0 ? value : 0;
   } catch {
     return 0;
