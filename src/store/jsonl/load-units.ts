@@ -59,7 +59,7 @@ function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | u
  * the background when the one there is missing or far behind.
  */
 export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, userId: string, repair: boolean): Promise<LoadedUnits | null> {
-  const read = await readMemories(layout, userId);
+  const read = await readMemories(layout, userId, { atOnce: true });
   if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
   // A sidecar is written for a user of `minRecords` memories or more (a rewrite removes it), so a
   // file of fewer lines has none that could prove current: not looking spares a small user's load
