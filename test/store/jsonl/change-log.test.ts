@@ -66,4 +66,30 @@ describe('the JSONL change log', () => {
     expect((await log.append(drafts(1, new Date().toISOString())))[0].seq).toBe(303);
     expect(await log.lastSeq()).toBe(303);
   });
+
+  it('numbers appends made at once, by this log and another on the same file, in one order without gaps, each caller getting its own events', async () => {
+    const log = await openLog();
+    const other = new ChangeLog(path.dirname(log.file), path.join(path.dirname(log.file), 'owners'));
+    register(() => other.close());
+    const at = new Date().toISOString();
+    // 60 callers of 1-4 events each, half through each log, all at once: most wait for a batch under way.
+    const calls = Array.from({ length: 60 }, (_, c) =>
+      Array.from({ length: 1 + (c % 4) }, (_, i): ChangeDraft => ({ type: 'added', at, user_id: `u${c}`, memory_id: `c${c}-${i}`, version: 1 })),
+    );
+    const results = await Promise.all(calls.map((mine, c) => (c % 2 === 0 ? log : other).append(mine)));
+    results.forEach((events, c) => {
+      expect(events.map((event) => event.memory_id)).toEqual(calls[c]!.map((draft) => draft.memory_id));
+      // A caller's events are consecutive: one batch writes them together.
+      events.forEach((event, i) => expect(event.seq).toBe(events[0]!.seq + i));
+    });
+    const total = calls.reduce((sum, mine) => sum + mine.length, 0);
+    expect(results.flat().map((event) => event.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    // The file holds them in seq order, one line each, as either log reads it.
+    const lines = (await readFile(log.file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { seq: number });
+    expect(lines.map((line) => line.seq)).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+    expect((await other.read(0, total)).events).toHaveLength(total);
+    // The calls through one log are numbered in the order they were made.
+    const firstSeqs = results.filter((_, c) => c % 2 === 0).map((events) => events[0]!.seq);
+    expect(firstSeqs).toEqual([...firstSeqs].sort((a, b) => a - b));
+  });
 });
