@@ -470,6 +470,11 @@ export class MemoryService {
         return { value: await task(current) };
       });
       if (result) return result.value;
+      // Retired meanwhile (evicted to load another user): let the event loop run before loading
+      // it again. A small user loads without a trip to libuv's pool, so writers evicting each
+      // other under a tight budget would otherwise go round in microtasks while the writes they
+      // wait for never get their I/O (test/memory/user-cache.test.ts, "writes in flight").
+      await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 
