@@ -150,7 +150,6 @@ export function duplicateKey(text: string): string {
   return SPACING_TO_COLLAPSE.test(text) ? text.trim().replace(/\s+/g, ' ').toLowerCase() : text.toLowerCase();
 }
 
-
 /** A record's standalone content, built once: a record is replaced, never changed, so it cannot go stale. */
 const contentCache = new WeakMap<StoredRecord, string>();
 

@@ -46,9 +46,10 @@ export interface MemoriesRead {
 /**
  * A memories file up to this size is read at once, synchronously, by a load that asks for it: a
  * user of up to ~150 memories. Four trips to libuv's pool (open, stat, read, close) cost a 100 KB
- * file ~170 µs of CPU against ~40 done here (bench/README.md, "Cold loads"), most of a cold small
- * user's read; the event loop waits as long as a read from the page cache takes (tens of µs), or
- * one read from the disk when the file is not cached.
+ * file ~170 µs of CPU against ~40 done here (CHANGELOG.md, "Small users are read at once"), most
+ * of a cold small user's read; the event loop waits as long as a read from the page cache takes
+ * (tens of µs), or one read from the disk when the file is not cached. A larger file is opened and
+ * stat'ed twice (here, then the usual way): a few µs against reading half a megabyte or more.
  */
 export const READ_AT_ONCE_MAX_BYTES = 512 * 1024;
 
@@ -68,8 +69,7 @@ export async function readMemories(layout: UserLayout, userId: string, { atOnce 
     // One handle for both: the inode recorded in a sidecar (and the stamp) is that of the very bytes read.
     handle = await open(file, 'r');
     const stats = await handle.stat({ bigint: true });
-    // Reading a device or a FIFO may never end (/dev/zero, /dev/full).
-    if (!stats.isFile()) throw Object.assign(new Error(`not a regular file`), { code: 'EINVAL' });
+    if (!stats.isFile()) throw notRegularFile();
     return { content: await readWhole(handle, Number(stats.size)), inode: Number(stats.ino), stamp: stampOf(stats) };
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
@@ -79,6 +79,11 @@ export async function readMemories(layout: UserLayout, userId: string, { atOnce 
   }
 }
 
+/** Reading a device or a FIFO may never end (/dev/zero, /dev/full): refused as EINVAL. */
+function notRegularFile(): Error {
+  return Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+}
+
 /** `readMemories` synchronously for a file of up to READ_AT_ONCE_MAX_BYTES; 'large' for any other (read the usual way). */
 function readSmallNow(file: string): MemoriesRead | null | 'large' {
   let fd: number | undefined;
@@ -86,7 +91,7 @@ function readSmallNow(file: string): MemoriesRead | null | 'large' {
     // Non-blocking: opening a FIFO put there by hand would otherwise wait for a writer, on the event loop.
     fd = openSync(file, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK);
     const stats = fstatSync(fd, { bigint: true });
-    if (!stats.isFile()) throw Object.assign(new Error(`not a regular file`), { code: 'EINVAL' });
+    if (!stats.isFile()) throw notRegularFile();
     if (stats.size > BigInt(READ_AT_ONCE_MAX_BYTES)) return 'large';
     const size = Number(stats.size);
     const content = Buffer.allocUnsafeSlow(size);
