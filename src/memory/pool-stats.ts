@@ -48,7 +48,15 @@ export async function poolStats(service: ServiceContext, only?: (userId: string)
   for (const stored of await service.store.poolFigures(nowMs)) {
     const { userId } = stored;
     if (only && !only(userId)) continue;
-    const cached = service.cache.peek(userId) ? await service.existingUser(userId) : null;
+    if (!service.cache.peek(userId)) {
+      // Most users of a large pool: one object an entry (the index figures shared), for 100,000 of them.
+      if (stored.count === 0) continue;
+      count += stored.count;
+      const pastLimit = stored.count > service.weights.exhaustiveLimit;
+      perUser.push({ user_id: userId, count: stored.count, sessions: stored.sessions, bytes_on_disk: stored.bytes, cached: false, index: pastLimit ? NOT_LOADED_GRAPH : NOT_LOADED_EXHAUSTIVE });
+      continue;
+    }
+    const cached = await service.existingUser(userId);
     // Expired memories are not counted, as no other door shows them (the sweep deletes them later).
     const visible = cached ? [...cached.records.values()].filter((record) => !cached.expiring || service.visible(record, nowMs)) : [];
     const figures = cached ? { count: visible.length, sessions: new Set(visible.map((record) => record.session_id).filter(Boolean)).size } : { count: stored.count, sessions: stored.sessions };
@@ -79,9 +87,14 @@ export function cacheStats(cache: UserCache): PoolStats['cache'] {
   return { users: cache.loaded.length, estimated_bytes: cache.estimatedBytes, budget_bytes: cache.budgetBytes ?? null };
 }
 
+type IndexFigures = PoolStats['per_user'][number]['index'];
+/** The index of a user not held here, past the exhaustive limit or not (shared by every such entry; frozen, as answers are only serialised). */
+const NOT_LOADED_GRAPH: IndexFigures = Object.freeze({ graph: true, loaded: false, vectors: 0, complete: false, pending_flush: false });
+const NOT_LOADED_EXHAUSTIVE: IndexFigures = Object.freeze({ graph: false, loaded: false, vectors: 0, complete: true, pending_flush: false });
+
 /** A user's index as /mem/stats shows it; `pastLimit`: it holds more memories than are scored exhaustively. */
-function indexStats(state: UserState | null, pastLimit: boolean): PoolStats['per_user'][number]['index'] {
+function indexStats(state: UserState | null, pastLimit: boolean): IndexFigures {
   const inMemory = state?.corpus.vectors ?? null;
-  if (!inMemory) return { graph: pastLimit, loaded: false, vectors: 0, complete: !pastLimit, pending_flush: false };
+  if (!inMemory) return pastLimit ? NOT_LOADED_GRAPH : NOT_LOADED_EXHAUSTIVE;
   return { graph: true, loaded: true, vectors: inMemory.size, complete: state!.corpus.vectorIndexComplete, pending_flush: state!.indexDirty };
 }

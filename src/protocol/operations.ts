@@ -529,6 +529,8 @@ function checkedUser(userId: string | undefined, checkUser: UserCheck): string {
 /** Pool statistics restricted to the users the caller may see (all of them with an unscoped token). */
 async function poolStats(service: MemoryApi, checkUser: UserCheck, onlyUser?: string): Promise<unknown> {
   const stats = await service.stats();
+  // A token that covers every user sees every entry: no check of 100,000 of them one by one.
+  if (onlyUser === undefined && allowed(checkUser, '')) return stats;
   const visible = stats.per_user.filter((entry) => (onlyUser === undefined || entry.user_id === onlyUser) && allowed(checkUser, entry.user_id));
   if (visible.length === stats.per_user.length) return stats;
   return { ...stats, count: visible.reduce((sum, entry) => sum + entry.count, 0), users: visible.length, per_user: visible };

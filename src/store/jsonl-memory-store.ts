@@ -90,7 +90,10 @@ export class JsonlMemoryStore implements MemoryStore {
   async poolFigures(nowMs: number): Promise<PoolFigure[]> {
     await this.figures.catchUp();
     const figures: PoolFigure[] = [];
-    for (const [userId, known] of this.figures.entries()) {
+    for (const userId of this.figures.userIds()) {
+      // A user deleted while an expiring one's counts were read is gone from the figures.
+      const known = this.figures.get(userId);
+      if (known === undefined || known.count === 0) continue;
       // Only a user whose file names an expiry is read again: its counts depend on the instant.
       const counts = known.expiring ? await this.userCounts(userId, nowMs) : known;
       if (counts.count > 0) figures.push({ userId, count: counts.count, sessions: counts.sessions, bytes: known.bytes });

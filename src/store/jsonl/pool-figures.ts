@@ -47,6 +47,8 @@ export class PoolFigures {
   private current: Promise<void> | null = null;
   private lastSave = 0;
   private dirty = false;
+  /** `userIds()`'s answer until a user is added or removed. */
+  private sorted: string[] | null = null;
 
   constructor(
     syncDir: string,
@@ -73,9 +75,14 @@ export class PoolFigures {
     return this.nonEmpty;
   }
 
-  /** Every user with a memory stored, sorted by id, with its figures. */
-  entries(): Array<[string, UserFigures]> {
-    return [...this.figures.entries()].filter(([, figures]) => figures.count > 0).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  /**
+   * Every user with figures, sorted by id (some may count no memory: callers skip those). The
+   * order is kept until a user comes or goes, so /mem/stats over 100,000 users does not sort
+   * them at every call (~25 ms of its ~600 measured).
+   */
+  userIds(): readonly string[] {
+    this.sorted ??= [...this.figures.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return this.sorted;
   }
 
   get(userId: string): UserFigures | undefined {
@@ -107,6 +114,7 @@ export class PoolFigures {
   private async measureAll(): Promise<void> {
     const start = await this.changes.tail(null);
     this.figures.clear();
+    this.sorted = null;
     this.total = 0;
     this.nonEmpty = 0;
     await this.measureUsers(await this.listUsers());
@@ -126,8 +134,12 @@ export class PoolFigures {
     const before = this.figures.get(userId);
     this.total += figures.count - (before?.count ?? 0);
     this.nonEmpty += Number(figures.count > 0) - Number((before?.count ?? 0) > 0);
-    if (figures.count === 0 && figures.bytes === 0) this.figures.delete(userId);
-    else this.figures.set(userId, figures);
+    if (figures.count === 0 && figures.bytes === 0) {
+      if (this.figures.delete(userId)) this.sorted = null;
+    } else {
+      if (before === undefined) this.sorted = null;
+      this.figures.set(userId, figures);
+    }
   }
 
   private async readSnapshot(): Promise<boolean> {

@@ -79,4 +79,19 @@ describe('the JSONL pool figures (sync/pool-figures.json, kept by the change fee
     expect(await again.countUsers()).toBe(1);
     expect(await readFile(path.join(dataDir, 'sync', 'pool-figures.json'), 'utf8')).not.toContain('secret-user');
   });
+
+  it('keeps the users in id order as users come and go (the order is kept between calls)', async () => {
+    const store = await opened(await tempDir());
+    const ids = async () => (await store.poolFigures(Date.now())).map((entry) => `${entry.userId}:${entry.count}`);
+    for (const userId of ['m', 'c', 'x']) await store.append(userId, [draft(userId, `${userId} one`)]);
+    expect(await ids()).toEqual(['c:1', 'm:1', 'x:1']);
+    await store.append('a', [draft('a', 'a one')]);
+    await store.append('m', [draft('m', 'm two')]);
+    expect(await ids()).toEqual(['a:1', 'c:1', 'm:2', 'x:1']);
+    await store.deleteUser('c');
+    expect(await ids()).toEqual(['a:1', 'm:2', 'x:1']);
+    await store.append('c', [draft('c', 'c again')]);
+    await store.deleteUser('x');
+    expect(await ids()).toEqual(['a:1', 'c:1', 'm:2']);
+  });
 });
