@@ -4,6 +4,7 @@ import { AppError, createError, errors, isAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { MemoryApi } from '../memory/memory-api.js';
 import { Authenticator } from './auth.js';
+import { serializeAnswer } from './json-answer.js';
 import { JsonSyntaxError, parseJson } from './json-body.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { registerConsoleRoutes } from './console-routes.js';
@@ -111,6 +112,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
   app.decorateRequest('grant', null);
+  // Fastify's type says a string; it sends a Buffer the serializer returns as it sends one a handler does.
+  app.setReplySerializer(serializeAnswer as (payload: unknown) => string);
 
   // Every body is parsed as JSON, whatever content type is claimed: clients of a JSON API
   // often omit it, and a wrong guess must end in a 400, never a 500.
