@@ -4,9 +4,10 @@ import { register, sleep } from './helper.js';
 
 /**
  * An OTLP/HTTP traces receiver on a loopback port, as a collector would run one: it takes every
- * POST to /v1/traces, answers 200 and keeps the bodies. JSON bodies (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
- * =http/json) are decoded here, by the OTLP JSON mapping (hex ids, attributes as typed values),
- * independently of the SDK that encoded them.
+ * POST to /v1/traces, answers 200 and keeps the bodies. Both encodings are decoded here,
+ * independently of the SDK that encoded them: JSON bodies (OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json)
+ * by the OTLP JSON mapping (hex ids, attributes as typed values), protobuf ones (the default) by
+ * a wire-format reader of their own (`decodeOtlpProtobuf`).
  */
 
 export interface ReceivedSpan {
@@ -94,6 +95,149 @@ export function decodeOtlpJson(body: OtlpJson): ReceivedSpan[] {
   });
 }
 
+/**
+ * The protobuf encoding (OTLP's default), read with a wire-format reader of its own: field
+ * numbers and types from opentelemetry-proto's trace.proto and common.proto, ids as hex as
+ * in the JSON mapping, int64 values as numbers. Fields memorypool never sets (events, links,
+ * kvlist and bytes values) are skipped.
+ */
+class Wire {
+  pos = 0;
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly end = bytes.length,
+  ) {}
+
+  more(): boolean {
+    return this.pos < this.end;
+  }
+
+  varint(): bigint {
+    let value = 0n;
+    for (let shift = 0n; ; shift += 7n) {
+      const byte = this.bytes[this.pos++];
+      if (byte === undefined || shift > 63n) throw new Error('truncated or overlong varint');
+      value |= BigInt(byte & 0x7f) << shift;
+      if ((byte & 0x80) === 0) return value;
+    }
+  }
+
+  /** The next field: its number, wire type and, for a length-delimited one, a reader over its bytes. */
+  field(): { number: number; type: number; value: bigint | Wire | Buffer } {
+    const key = Number(this.varint());
+    const type = key & 7;
+    if (type === 0) return { number: key >> 3, type, value: this.varint() };
+    if (type === 1 || type === 5) {
+      const size = type === 1 ? 8 : 4;
+      const value = this.bytes.subarray(this.pos, this.pos + size);
+      this.pos += size;
+      return { number: key >> 3, type, value };
+    }
+    if (type !== 2) throw new Error(`wire type ${type} not expected`);
+    const length = Number(this.varint());
+    const inner = new Wire(this.bytes, this.pos + length);
+    inner.pos = this.pos;
+    this.pos += length;
+    if (this.pos > this.end) throw new Error('length past the end');
+    return { number: key >> 3, type, value: inner };
+  }
+
+  text(): string {
+    return this.bytes.toString('utf8', this.pos, this.end);
+  }
+
+  hex(): string {
+    return this.bytes.toString('hex', this.pos, this.end);
+  }
+}
+
+function anyValue(wire: Wire): unknown {
+  let value: unknown;
+  while (wire.more()) {
+    const field = wire.field();
+    if (field.number === 1) value = (field.value as Wire).text();
+    else if (field.number === 2) value = field.value === 1n;
+    else if (field.number === 3) value = Number(BigInt.asIntN(64, field.value as bigint));
+    else if (field.number === 4) value = (field.value as Buffer).readDoubleLE(0);
+    else if (field.number === 5) {
+      const items: unknown[] = [];
+      const array = field.value as Wire;
+      while (array.more()) items.push(anyValue(array.field().value as Wire));
+      value = items;
+    }
+  }
+  return value;
+}
+
+function keyValue(wire: Wire): [string, unknown] {
+  let key = '';
+  let value: unknown;
+  while (wire.more()) {
+    const field = wire.field();
+    if (field.number === 1) key = (field.value as Wire).text();
+    else if (field.number === 2) value = anyValue(field.value as Wire);
+  }
+  return [key, value];
+}
+
+function protobufSpan(wire: Wire, resource: Record<string, unknown>): ReceivedSpan {
+  const span: ReceivedSpan = { traceId: '', spanId: '', parentSpanId: '', name: '', kind: 0, startNs: 0n, endNs: 0n, attributes: {}, statusCode: 0, resource };
+  while (wire.more()) {
+    const { number, value } = wire.field();
+    if (number === 1) span.traceId = (value as Wire).hex();
+    else if (number === 2) span.spanId = (value as Wire).hex();
+    else if (number === 4) span.parentSpanId = (value as Wire).hex();
+    else if (number === 5) span.name = (value as Wire).text();
+    else if (number === 6) span.kind = Number(value);
+    else if (number === 7) span.startNs = (value as Buffer).readBigUInt64LE(0);
+    else if (number === 8) span.endNs = (value as Buffer).readBigUInt64LE(0);
+    else if (number === 9) {
+      const [key, attribute] = keyValue(value as Wire);
+      span.attributes[key] = attribute;
+    } else if (number === 15) {
+      const status = value as Wire;
+      while (status.more()) {
+        const field = status.field();
+        if (field.number === 3) span.statusCode = Number(field.value);
+      }
+    }
+  }
+  return span;
+}
+
+export function decodeOtlpProtobuf(body: Buffer): ReceivedSpan[] {
+  const spans: ReceivedSpan[] = [];
+  const request = new Wire(body);
+  while (request.more()) {
+    const resourceSpans = request.field();
+    if (resourceSpans.number !== 1) continue;
+    const wire = resourceSpans.value as Wire;
+    const resource: Record<string, unknown> = {};
+    const scopes: Wire[] = [];
+    // The resource is the first field as encoders write it, but nothing requires it: read it before the spans.
+    while (wire.more()) {
+      const field = wire.field();
+      if (field.number === 1) {
+        const attributes = field.value as Wire;
+        while (attributes.more()) {
+          const attribute = attributes.field();
+          if (attribute.number === 1) {
+            const [key, value] = keyValue(attribute.value as Wire);
+            resource[key] = value;
+          }
+        }
+      } else if (field.number === 2) scopes.push(field.value as Wire);
+    }
+    for (const scope of scopes) {
+      while (scope.more()) {
+        const field = scope.field();
+        if (field.number === 2) spans.push(protobufSpan(field.value as Wire, resource));
+      }
+    }
+  }
+  return spans;
+}
+
 export async function startReceiver(): Promise<Receiver> {
   const spans: ReceivedSpan[] = [];
   const bodies: Array<{ contentType: string; body: Buffer }> = [];
@@ -109,6 +253,7 @@ export async function startReceiver(): Promise<Receiver> {
       }
       bodies.push({ contentType, body });
       if (contentType.startsWith('application/json')) spans.push(...decodeOtlpJson(JSON.parse(body.toString('utf8')) as OtlpJson));
+      else if (contentType.startsWith('application/x-protobuf')) spans.push(...decodeOtlpProtobuf(body));
       response.writeHead(200, { 'content-type': contentType.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' }).end(contentType.startsWith('application/json') ? '{}' : '');
     });
   });

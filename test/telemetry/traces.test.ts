@@ -86,12 +86,18 @@ function strings(spans: ReceivedSpan[]): string[] {
 }
 
 describe('OpenTelemetry traces', () => {
-  // With service threads (src/threads/) the tree is the same: the context travels with each call to a thread and back to the encoder.
-  it.each([0, 2])("exports the span tree of an Add and a Search under the caller's traceparent, with no user id or text on it (MEMORYPOOL_THREADS=%i)", async (threads) => {
+  // With service threads (src/threads/) the tree is the same: the context travels with each call
+  // to a thread and back to the encoder. Protobuf, the default encoding, is decoded by the
+  // receiver's own wire reader.
+  it.each([
+    [0, 'http/json'],
+    [2, 'http/json'],
+    [0, 'http/protobuf'],
+  ])("exports the span tree of an Add and a Search under the caller's traceparent, with no user id or text on it (MEMORYPOOL_THREADS=%i, %s)", async (threads, protocol) => {
     const receiver = await startReceiver();
     const server = await startServerProcess({
       dataDir: await tempDir(),
-      env: { ...tracedEnv(receiver), MEMORYPOOL_EMBEDDER: 'onnx', MEMORYPOOL_ENCODER_WORKERS: '1', MEMORYPOOL_LOG_LEVEL: 'debug', MEMORYPOOL_THREADS: String(threads) },
+      env: { ...tracedEnv(receiver, { OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: protocol }), MEMORYPOOL_EMBEDDER: 'onnx', MEMORYPOOL_ENCODER_WORKERS: '1', MEMORYPOOL_LOG_LEVEL: 'debug', MEMORYPOOL_THREADS: String(threads) },
       startTimeoutMs: 60_000,
     });
     const { add, search } = await addAndSearch(server);
@@ -209,6 +215,15 @@ describe('OpenTelemetry traces', () => {
     expect(bodies.every(({ contentType }) => contentType === 'application/x-protobuf')).toBe(true);
     // A protobuf string field holds its UTF-8 bytes as they are: the span names are in the bodies.
     expect(sent('POST /search') && sent('memorypool.search')).toBe(true);
+    // And decoded, the operation's span is the HTTP span's child, in one trace.
+    const root = only(receiver.spans(), 'POST /search');
+    expect(root).toMatchObject({ kind: 2, parentSpanId: '', statusCode: 0 });
+    expect(root.attributes).toMatchObject({ 'http.route': '/search', 'http.response.status_code': 200 });
+    expect(root.resource).toMatchObject({ 'service.name': 'memorypool', 'telemetry.sdk.language': 'nodejs' });
+    const operation = only(receiver.spans(), 'memorypool.search', root);
+    expect(operation.traceId).toBe(root.traceId);
+    expect(operation.attributes).toMatchObject({ 'memorypool.operation': 'search', 'memorypool.search.top_k': 5 });
+    within(operation, root);
   }, 60_000);
 
   it('loads no OpenTelemetry SDK without an endpoint', async () => {
