@@ -169,4 +169,24 @@ CREATE TABLE webhook_state (
 );
 `,
   },
+  {
+    version: 6,
+    name: "each user's /mem/stats figures as last measured, shared by every replica (postgres-store.ts, poolFigures)",
+    sql: `
+-- A cache, not a record: the figures of a user as of its version (users.version) when a replica
+-- measured them, so that a replica's first /mem/stats reads them instead of measuring every user
+-- again (at 100,000 users, a pass over every memory outlasts the statement timeout). Writes never
+-- touch it: a write moves the user's version, which makes its row stale. Deleting a user deletes its row.
+CREATE TABLE user_figures (
+  user_id text NOT NULL,
+  version bigint NOT NULL,
+  count bigint NOT NULL,
+  sessions bigint NOT NULL,
+  bytes bigint NOT NULL,
+  expiring boolean NOT NULL,
+  PRIMARY KEY (user_id)
+) PARTITION BY HASH (user_id);
+${hashPartitions('user_figures')}
+`,
+  },
 ];

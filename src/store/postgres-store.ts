@@ -158,9 +158,13 @@ export class PostgresStore implements MemoryStore {
   }
 
   /**
-   * One query for every user's version, then the figures of only those whose version moved since
-   * the last call (or that hold an expiring memory, whose counts depend on the instant), a batch
-   * of users a statement: /mem/stats does not send a statement per user.
+   * One query for every user's version; the figures of those whose version moved since this
+   * replica last knew them (or that hold an expiring memory, whose counts depend on the instant)
+   * are read from `user_figures`, where any replica left them, and only those still stale are
+   * measured, a batch of users a statement, and left there for the others. A replica's first call
+   * then costs a read of the saved figures, not a pass over every memory: at 100,000 users (3M
+   * memories) that pass took 18.8 s as one statement, past the statement timeout, and ~0.3-0.4 s
+   * a batch of 1,000 users.
    */
   async poolFigures(nowMs: number): Promise<PoolFigure[]> {
     const { rows } = await this.query<{ key: string; user_id: string; version: string }>('SELECT user_id AS key, coalesce(long_user_id, user_id) AS user_id, version FROM users WHERE memory_count > 0');
@@ -170,33 +174,63 @@ export class PostgresStore implements MemoryStore {
       const known = this.figures.get(row.key);
       return !known || known.version !== row.version || known.expiring;
     });
-    // Most users unknown (a replica's first call): one pass over the table beats a lookup per batch.
-    const whole = stale.length > FIGURES_BATCH && stale.length * 2 > rows.length;
-    for (let start = 0; start < stale.length; start += whole ? stale.length : FIGURES_BATCH) {
-      const batch = whole ? stale : stale.slice(start, start + FIGURES_BATCH);
-      const measured = await this.query<{ key: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
-        `SELECT user_id AS key,
-                count(*) FILTER (WHERE NOT expired) AS count,
-                count(DISTINCT nullif(record->>'session_id', '')) FILTER (WHERE NOT expired) AS sessions,
-                sum(bytes) AS bytes,
-                bool_or(record->>'expires_at' IS NOT NULL) AS expiring
-           FROM (SELECT user_id, record, ${ROW_BYTES} AS bytes, coalesce((record->>'expires_at')::timestamptz <= to_timestamp($2::float8 / 1000), false) AS expired
-                   FROM memories m WHERE $1::text[] IS NULL OR user_id = ANY($1)) m
-          GROUP BY user_id`,
-        // The keys as stored: a key read back is decoded (postgres-text.ts), NUL and all.
-        [whole ? null : batch.map((row) => encodeKey(row.user_id)), nowMs],
+    for (let start = 0; start < stale.length; start += FIGURES_BATCH) {
+      const batch = stale.slice(start, start + FIGURES_BATCH);
+      const keys = batch.map((row) => encodeKey(row.user_id));
+      const saved = await this.query<{ key: string; version: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
+        'SELECT user_id AS key, version, count, sessions, bytes, expiring FROM user_figures WHERE user_id = ANY($1)',
+        [keys],
       );
-      const byKey = new Map(measured.rows.map((row) => [row.key, row]));
+      const savedByKey = new Map(saved.rows.map((row) => [row.key, row]));
+      const unmeasured: typeof batch = [];
       for (const row of batch) {
-        const figures = byKey.get(row.key);
-        this.figures.set(row.key, { userId: row.user_id, version: row.version, count: Number(figures?.count ?? 0), sessions: Number(figures?.sessions ?? 0), bytes: Number(figures?.bytes ?? 0), expiring: figures?.expiring ?? false });
+        const figures = savedByKey.get(row.key);
+        if (figures && figures.version === row.version && !figures.expiring) {
+          this.figures.set(row.key, { userId: row.user_id, version: row.version, count: Number(figures.count), sessions: Number(figures.sessions), bytes: Number(figures.bytes), expiring: false });
+        } else {
+          unmeasured.push(row);
+        }
       }
+      if (unmeasured.length > 0) await this.measureFigures(unmeasured, nowMs);
     }
     return rows
       .map((row) => this.figures.get(row.key)!)
       .filter((figures) => figures.count > 0)
       .map(({ userId, count, sessions, bytes }) => ({ userId, count, sessions, bytes }))
       .sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+  }
+
+  /** Measures the users' figures from their memories (one statement), keeps them, and saves them in `user_figures` for every replica. */
+  private async measureFigures(users: ReadonlyArray<{ key: string; user_id: string; version: string }>, nowMs: number): Promise<void> {
+    const keys = users.map((row) => encodeKey(row.user_id));
+    const measured = await this.query<{ key: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
+      `SELECT user_id AS key,
+              count(*) FILTER (WHERE NOT expired) AS count,
+              count(DISTINCT nullif(record->>'session_id', '')) FILTER (WHERE NOT expired) AS sessions,
+              sum(bytes) AS bytes,
+              bool_or(record->>'expires_at' IS NOT NULL) AS expiring
+         FROM (SELECT user_id, record, ${ROW_BYTES} AS bytes, coalesce((record->>'expires_at')::timestamptz <= to_timestamp($2::float8 / 1000), false) AS expired
+                 FROM memories m WHERE user_id = ANY($1)) m
+        GROUP BY user_id`,
+      // The keys as stored: a key read back is decoded (postgres-text.ts), NUL and all.
+      [keys, nowMs],
+    );
+    const byKey = new Map(measured.rows.map((row) => [row.key, row]));
+    const saved: Array<{ key: string; version: string; count: number; sessions: number; bytes: number; expiring: boolean }> = [];
+    users.forEach((row, i) => {
+      const figures = byKey.get(row.key);
+      const entry = { userId: row.user_id, version: row.version, count: Number(figures?.count ?? 0), sessions: Number(figures?.sessions ?? 0), bytes: Number(figures?.bytes ?? 0), expiring: figures?.expiring ?? false };
+      this.figures.set(row.key, entry);
+      saved.push({ key: keys[i], version: row.version, count: entry.count, sessions: entry.sessions, bytes: entry.bytes, expiring: entry.expiring });
+    });
+    // A cache: a replica that cannot write it (a read-only role, a full disk) measures again next time, and answers now.
+    await this.query(
+      `INSERT INTO user_figures AS f (user_id, version, count, sessions, bytes, expiring)
+       SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::boolean[])
+       ON CONFLICT (user_id) DO UPDATE SET version = excluded.version, count = excluded.count, sessions = excluded.sessions, bytes = excluded.bytes, expiring = excluded.expiring
+        WHERE f.version <= excluded.version`,
+      [saved.map((entry) => entry.key), saved.map((entry) => entry.version), saved.map((entry) => entry.count), saved.map((entry) => entry.sessions), saved.map((entry) => entry.bytes), saved.map((entry) => entry.expiring)],
+    ).catch((error: unknown) => this.logger.warn({ err: error }, 'the measured /mem/stats figures were not saved in user_figures'));
   }
 
   async storedBytes(userId: string): Promise<number> {
@@ -358,6 +392,7 @@ export class PostgresStore implements MemoryStore {
       await client.query('DELETE FROM memories WHERE user_id = $1', [userKey]);
       await client.query('DELETE FROM add_requests WHERE user_id = $1', [userKey]);
       await client.query('DELETE FROM memory_versions WHERE user_id = $1', [userKey]);
+      await client.query('DELETE FROM user_figures WHERE user_id = $1', [userKey]);
       await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userKey]);
       const held = Number(rows[0].memory_count);
       if (held > 0) await recordChanges(client, [{ type: 'user_deleted', at: new Date().toISOString(), user_id: userId, memory_id: null, version: null }]);

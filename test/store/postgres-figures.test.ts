@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/logger.js';
+import { PostgresStore } from '../../src/store/postgres-store.js';
+import type { UnitDraft } from '../../src/store/memory-store.js';
+import { register } from '../support/helper.js';
+import { freshDatabase, withClient } from '../support/postgres.js';
+
+let counter = 0;
+function draft(userId: string, text: string, sessionId = 's1'): UnitDraft {
+  return {
+    record: { id: `m-${++counter}`, user_id: userId, text, tags: [], importance: 0.5, source: 'add', created_at: new Date().toISOString(), session_id: sessionId, model: 'test-model' },
+    vector: new Float32Array(8).fill(counter),
+  };
+}
+
+async function replica(url: string): Promise<PostgresStore> {
+  const store = new PostgresStore({ url, logger: silentLogger() });
+  register(() => store.close());
+  await store.init();
+  return store;
+}
+
+const counts = async (store: PostgresStore) => (await store.poolFigures(Date.now())).map(({ userId, count, sessions }) => [userId, count, sessions]);
+
+describe("PostgreSQL's /mem/stats figures (user_figures, shared by the replicas)", () => {
+  it("a replica's first figures are the ones another replica measured, while each user's version holds; a write makes them stale; a deleted user's go", async () => {
+    const url = await freshDatabase();
+    const first = await replica(url);
+    await first.append('a', [draft('a', 'one', 's1'), draft('a', 'two', 's2')]);
+    await first.append('b', [draft('b', 'three')]);
+    expect(await counts(first)).toEqual([['a', 2, 2], ['b', 1, 1]]);
+
+    // A memory added behind the stores' back, the user's version left as it was: only a measure sees it.
+    await withClient(url, (client) =>
+      client.query(
+        `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
+         SELECT user_id, 99, 'behind-the-back', created_at, (record::jsonb || '{"session_id": "s9"}'::jsonb)::json, vector, model FROM memories WHERE user_id = 'a' LIMIT 1`,
+      ),
+    );
+    // Another replica (nothing known in its memory) reads the saved figures, measuring nobody.
+    expect(await counts(await replica(url))).toEqual([['a', 2, 2], ['b', 1, 1]]);
+
+    // A write moves a's version: the next replica measures a again, the extra line with it, and b not.
+    await first.append('a', [draft('a', 'four', 's1')]);
+    expect(await counts(await replica(url))).toEqual([['a', 4, 3], ['b', 1, 1]]);
+
+    await first.deleteUser('b');
+    expect(await counts(await replica(url))).toEqual([['a', 4, 3]]);
+    await withClient(url, async (client) => {
+      expect((await client.query("SELECT user_id FROM user_figures ORDER BY user_id")).rows).toEqual([{ user_id: 'a' }]);
+    });
+  });
+});
