@@ -62,6 +62,8 @@ export class PostgresStore implements MemoryStore {
   private readonly logger: Logger;
   /** The pool's totals as of the change feed's counter (`poolCounts`). */
   private counts: { seq: number; memories: number; users: number } | null = null;
+  /** `poolFigures`' last answer as of the change counter then, while no user in it holds an expiring memory (whose counts depend on the instant). */
+  private listed: { seq: number; figures: PoolFigure[] } | null = null;
   /** Each user's figures as of its version (`poolFigures`), by key. */
   private readonly figures = new Map<string, { userId: string; version: string; count: number; sessions: number; bytes: number; expiring: boolean }>();
 
@@ -167,6 +169,9 @@ export class PostgresStore implements MemoryStore {
    * a batch of 1,000 users.
    */
   async poolFigures(nowMs: number): Promise<PoolFigure[]> {
+    // Read before the users: a write committed after it moves the counter past what is kept here.
+    const seq = await lastChangeSeq((text, values) => this.query(text, values));
+    if (this.listed?.seq === seq) return this.listed.figures.slice();
     const { rows } = await this.query<{ key: string; user_id: string; version: string }>('SELECT user_id AS key, coalesce(long_user_id, user_id) AS user_id, version FROM users WHERE memory_count > 0');
     const present = new Set(rows.map((row) => row.key));
     for (const key of this.figures.keys()) if (!present.has(key)) this.figures.delete(key);
@@ -193,11 +198,14 @@ export class PostgresStore implements MemoryStore {
       }
       if (unmeasured.length > 0) await this.measureFigures(unmeasured, nowMs);
     }
-    return rows
-      .map((row) => this.figures.get(row.key)!)
-      .filter((figures) => figures.count > 0)
+    const known = rows.map((row) => this.figures.get(row.key)!);
+    const figures = known
+      .filter((entry) => entry.count > 0)
       .map(({ userId, count, sessions, bytes }) => ({ userId, count, sessions, bytes }))
       .sort((a, b) => (a.userId < b.userId ? -1 : a.userId > b.userId ? 1 : 0));
+    // Unchanged until the next write, unless some user's counts move with the clock.
+    this.listed = known.some((entry) => entry.expiring) ? null : { seq, figures };
+    return figures.slice();
   }
 
   /** Measures the users' figures from their memories (one statement), keeps them, and saves them in `user_figures` for every replica. */
