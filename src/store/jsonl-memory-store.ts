@@ -42,6 +42,8 @@ export class JsonlMemoryStore implements MemoryStore {
   readonly webhooks: JsonlWebhookState;
   /** Every user's counts and bytes, kept by the change feed (pool-figures.ts). */
   private readonly figures: PoolFigures;
+  /** `poolFigures`' last answer, at the figures' revision then, while no user in it holds an expiring memory (whose counts depend on the instant). */
+  private listed: { revision: number; figures: PoolFigure[] } | null = null;
   private clock = 0;
 
   constructor(dataDir: string, logger: Logger) {
@@ -89,16 +91,22 @@ export class JsonlMemoryStore implements MemoryStore {
 
   async poolFigures(nowMs: number): Promise<PoolFigure[]> {
     await this.figures.catchUp();
+    const revision = this.figures.revision;
+    if (this.listed?.revision === revision) return this.listed.figures.slice();
+    let expiring = false;
     const figures: PoolFigure[] = [];
     for (const userId of this.figures.userIds()) {
       // A user deleted while an expiring one's counts were read is gone from the figures.
       const known = this.figures.get(userId);
       if (known === undefined || known.count === 0) continue;
       // Only a user whose file names an expiry is read again: its counts depend on the instant.
+      expiring ||= known.expiring;
       const counts = known.expiring ? await this.userCounts(userId, nowMs) : known;
       if (counts.count > 0) figures.push({ userId, count: counts.count, sessions: counts.sessions, bytes: known.bytes });
     }
-    return figures;
+    // Unchanged until some user's figures are set again, unless some user's counts move with the clock.
+    this.listed = expiring || this.figures.revision !== revision ? null : { revision, figures };
+    return figures.slice();
   }
 
   async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {

@@ -49,6 +49,8 @@ export class PoolFigures {
   private dirty = false;
   /** `userIds()`'s answer until a user is added or removed. */
   private sorted: string[] | null = null;
+  /** Moves whenever any user's figures are set (`revision`). */
+  private revisionCount = 0;
 
   constructor(
     syncDir: string,
@@ -73,6 +75,11 @@ export class PoolFigures {
 
   get users(): number {
     return this.nonEmpty;
+  }
+
+  /** A number that moves whenever some user's figures are set again: a caller's list built at the same revision is still current. */
+  get revision(): number {
+    return this.revisionCount;
   }
 
   /**
@@ -114,6 +121,7 @@ export class PoolFigures {
   private async measureAll(): Promise<void> {
     const start = await this.changes.tail(null);
     this.figures.clear();
+    this.revisionCount++;
     this.sorted = null;
     this.total = 0;
     this.nonEmpty = 0;
@@ -131,6 +139,7 @@ export class PoolFigures {
   }
 
   private set(userId: string, figures: UserFigures): void {
+    this.revisionCount++;
     const before = this.figures.get(userId);
     this.total += figures.count - (before?.count ?? 0);
     this.nonEmpty += Number(figures.count > 0) - Number((before?.count ?? 0) > 0);
