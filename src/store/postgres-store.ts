@@ -179,14 +179,11 @@ export class PostgresStore implements MemoryStore {
       const known = this.figures.get(row.key);
       return !known || known.version !== row.version || known.expiring;
     });
+    // Many users unknown (a replica's first call): the saved figures read whole, one statement, not a batch at a time.
+    const savedAll = stale.length > FIGURES_BATCH ? await this.savedFigures(null) : null;
     for (let start = 0; start < stale.length; start += FIGURES_BATCH) {
       const batch = stale.slice(start, start + FIGURES_BATCH);
-      const keys = batch.map((row) => encodeKey(row.user_id));
-      const saved = await this.query<{ key: string; version: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
-        'SELECT user_id AS key, version, count, sessions, bytes, expiring FROM user_figures WHERE user_id = ANY($1)',
-        [keys],
-      );
-      const savedByKey = new Map(saved.rows.map((row) => [row.key, row]));
+      const savedByKey = savedAll ?? (await this.savedFigures(batch.map((row) => encodeKey(row.user_id))));
       const unmeasured: typeof batch = [];
       for (const row of batch) {
         const figures = savedByKey.get(row.key);
@@ -206,6 +203,15 @@ export class PostgresStore implements MemoryStore {
     // Unchanged until the next write, unless some user's counts move with the clock.
     this.listed = known.some((entry) => entry.expiring) ? null : { seq, figures };
     return figures.slice();
+  }
+
+  /** The figures `user_figures` holds for these keys (as stored), or for every user. */
+  private async savedFigures(keys: string[] | null): Promise<Map<string, { version: string; count: string; sessions: string; bytes: string; expiring: boolean }>> {
+    const { rows } = await this.query<{ key: string; version: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
+      'SELECT user_id AS key, version, count, sessions, bytes, expiring FROM user_figures WHERE $1::text[] IS NULL OR user_id = ANY($1)',
+      [keys],
+    );
+    return new Map(rows.map((row) => [row.key, row]));
   }
 
   /** Measures the users' figures from their memories (one statement), keeps them, and saves them in `user_figures` for every replica. */

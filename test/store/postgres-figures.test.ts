@@ -50,4 +50,31 @@ describe("PostgreSQL's /mem/stats figures (user_figures, shared by the replicas)
       expect((await client.query("SELECT user_id FROM user_figures ORDER BY user_id")).rows).toEqual([{ user_id: 'a' }]);
     });
   });
+
+  it('measures a pool larger than one batch a batch at a time, and a later replica reads all it saved at once', async () => {
+    const url = await freshDatabase();
+    const first = await replica(url);
+    await first.append('seed', [draft('seed', 'a memory to copy')]);
+    // 2,500 users of 1-3 memories (over two batches of 1,000), written straight into the tables.
+    await withClient(url, async (client) => {
+      await client.query(`INSERT INTO users (user_id, next_seq, version, memory_count) SELECT 'p' || i, 1 + i % 3, 1, 1 + i % 3 FROM generate_series(1, 2500) i`);
+      await client.query(
+        `INSERT INTO memories (user_id, seq, id, created_at, record, vector, model)
+         SELECT 'p' || i, k, 'm' || k, m.created_at, (m.record::jsonb || jsonb_build_object('session_id', 's' || (k % 2)))::json, m.vector, m.model
+           FROM generate_series(1, 2500) i CROSS JOIN generate_series(0, 2) k CROSS JOIN (SELECT * FROM memories WHERE user_id = 'seed') m
+          WHERE k <= i % 3`,
+      );
+    });
+    const expected = (i: number) => [`p${i}`, 1 + (i % 3), Math.min(2, 1 + (i % 3))];
+    const pool = await counts(first);
+    expect(pool).toHaveLength(2501);
+    for (const i of [1, 2, 3, 999, 1000, 1001, 2500]) expect(pool).toContainEqual(expected(i));
+    // Every user's figures were saved; a user's memories changed behind the back (version kept) shows the next replica read them.
+    await withClient(url, (client) => client.query("DELETE FROM memories WHERE user_id = 'p2'"));
+    const later = await counts(await replica(url));
+    expect(later).toEqual(pool);
+    await withClient(url, async (client) => {
+      expect(Number((await client.query('SELECT count(*) AS n FROM user_figures')).rows[0].n)).toBe(2501);
+    });
+  });
 });
