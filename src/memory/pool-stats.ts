@@ -48,27 +48,19 @@ export async function poolStats(service: ServiceContext, only?: (userId: string)
   for (const stored of await service.store.poolFigures(nowMs)) {
     const { userId } = stored;
     if (only && !only(userId)) continue;
-    if (!service.cache.peek(userId)) {
-      // Most users of a large pool: one object an entry (the index figures shared), for 100,000 of them.
-      if (stored.count === 0) continue;
-      count += stored.count;
-      const pastLimit = stored.count > service.weights.exhaustiveLimit;
-      perUser.push({ user_id: userId, count: stored.count, sessions: stored.sessions, bytes_on_disk: stored.bytes, cached: false, index: pastLimit ? NOT_LOADED_GRAPH : NOT_LOADED_EXHAUSTIVE });
-      continue;
+    // Most users of a large pool are not held here: their entry is the store's figures, one object
+    // with the shared index entry (indexStats), for 100,000 of them.
+    const cached = service.cache.peek(userId) ? await service.existingUser(userId) : null;
+    let { count: held, sessions } = stored;
+    if (cached) {
+      // Expired memories are not counted, as no other door shows them (the sweep deletes them later).
+      const visible = [...cached.records.values()].filter((record) => !cached.expiring || service.visible(record, nowMs));
+      held = visible.length;
+      sessions = new Set(visible.map((record) => record.session_id).filter(Boolean)).size;
     }
-    const cached = await service.existingUser(userId);
-    // Expired memories are not counted, as no other door shows them (the sweep deletes them later).
-    const visible = cached ? [...cached.records.values()].filter((record) => !cached.expiring || service.visible(record, nowMs)) : [];
-    const figures = cached ? { count: visible.length, sessions: new Set(visible.map((record) => record.session_id).filter(Boolean)).size } : { count: stored.count, sessions: stored.sessions };
-    if (figures.count === 0) continue;
-    count += figures.count;
-    perUser.push({
-      user_id: userId,
-      ...figures,
-      bytes_on_disk: stored.bytes,
-      cached: cached !== null,
-      index: indexStats(cached, figures.count > service.weights.exhaustiveLimit),
-    });
+    if (held === 0) continue;
+    count += held;
+    perUser.push({ user_id: userId, count: held, sessions, bytes_on_disk: stored.bytes, cached: cached !== null, index: indexStats(cached, held > service.weights.exhaustiveLimit) });
   }
   return {
     count,

@@ -25,6 +25,16 @@ const STATEMENT_TIMEOUT_MS = 15_000;
  * parsing each record's JSON for its session. The fixed part: the tuple header, seq and created_at.
  */
 const ROW_BYTES = 'pg_column_size(m.user_id) + pg_column_size(m.id) + pg_column_size(m.record) + pg_column_size(m.vector) + pg_column_size(m.model) + 40';
+/** A user's figures as `user_figures` holds them (or a measure reads them), bigints as text. */
+interface FiguresRow {
+  key: string;
+  version: string;
+  count: string;
+  sessions: string;
+  bytes: string;
+  expiring: boolean;
+}
+
 /** Users whose figures one statement of `poolFigures` reads. */
 const FIGURES_BATCH = 1_000;
 
@@ -206,8 +216,8 @@ export class PostgresStore implements MemoryStore {
   }
 
   /** The figures `user_figures` holds for these keys (as stored), or for every user. */
-  private async savedFigures(keys: string[] | null): Promise<Map<string, { version: string; count: string; sessions: string; bytes: string; expiring: boolean }>> {
-    const { rows } = await this.query<{ key: string; version: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
+  private async savedFigures(keys: string[] | null): Promise<Map<string, FiguresRow>> {
+    const { rows } = await this.query<FiguresRow>(
       'SELECT user_id AS key, version, count, sessions, bytes, expiring FROM user_figures WHERE $1::text[] IS NULL OR user_id = ANY($1)',
       [keys],
     );
@@ -217,7 +227,7 @@ export class PostgresStore implements MemoryStore {
   /** Measures the users' figures from their memories (one statement), keeps them, and saves them in `user_figures` for every replica. */
   private async measureFigures(users: ReadonlyArray<{ key: string; user_id: string; version: string }>, nowMs: number): Promise<void> {
     const keys = users.map((row) => encodeKey(row.user_id));
-    const measured = await this.query<{ key: string; count: string; sessions: string; bytes: string; expiring: boolean }>(
+    const measured = await this.query<Omit<FiguresRow, 'version'>>(
       `SELECT user_id AS key,
               count(*) FILTER (WHERE NOT expired) AS count,
               count(DISTINCT nullif(record->>'session_id', '')) FILTER (WHERE NOT expired) AS sessions,
