@@ -15,8 +15,9 @@ import { projectRoot, startServerProcess } from '../support/server-process.js';
  * expected.json what that build answered); they are the SQL formats the store went through:
  * migration 1, users, memories and Add requests partitioned by user (976f29a); migration 2,
  * memory_versions (72b6758); migration 3, any Unicode text and records as json (03410a9, the
- * format of today, with an updated memory's history); and records holding the stored unit
- * features `fx` (a77c27a, reverted since: a field this build ignores).
+ * format of today, with an updated memory's history); records holding the stored unit
+ * features `fx` (a77c27a, reverted since: a field this build ignores); and migrations 4 and 5,
+ * the change feed's events and the webhooks' table (b0c5a0b, the schema before `user_figures`).
  */
 
 const FIXTURES = path.join(projectRoot, 'test/fixtures/postgres');
@@ -25,7 +26,7 @@ describe('PostgreSQL databases of earlier builds', async () => {
   const commits = (await readdir(FIXTURES)).sort();
 
   it('are there: one per migration the PostgreSQL store went through', () => {
-    expect(commits).toEqual(['03410a9', '72b6758', '976f29a', 'a77c27a']);
+    expect(commits).toEqual(['03410a9', '72b6758', '976f29a', 'a77c27a', 'b0c5a0b']);
   });
 
   for (const commit of commits) {
