@@ -7,7 +7,11 @@ import { encodeKey, encodeText } from './postgres-text.js';
  * write's own transaction, numbered by `change_counter` moved as the transaction's last statement:
  * the row lock it takes is held until COMMIT, so the next writer (of any user, on any replica) is
  * numbered after this one commits. Seqs then follow commit order with no gaps, and a reader that
- * sees seq n has seen every seq below it.
+ * sees seq n has seen every seq below it. Moving the counter and inserting the events is one call
+ * (`memorypool_record_changes`, migration 7), so the lock is held from it to COMMIT: one round
+ * trip, where the two statements sent one after the other held it across a second one and the
+ * client's turn between them (+20-40% writes a second across users with the client's event loop
+ * half busy, bench/HISTORY.md).
  */
 
 type Query = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<pg.QueryResult<R>>;
@@ -15,22 +19,14 @@ type Query = <R extends pg.QueryResultRow>(text: string, values?: unknown[]) => 
 /** Numbers the events and inserts them, in the caller's transaction; call it last before COMMIT. */
 export async function recordChanges(client: pg.PoolClient, drafts: readonly ChangeDraft[]): Promise<void> {
   if (drafts.length === 0) return;
-  const { rows } = await client.query<{ last_seq: string }>('UPDATE change_counter SET last_seq = last_seq + $1 WHERE id = 1 RETURNING last_seq', [drafts.length]);
-  const first = Number(rows[0].last_seq) - drafts.length + 1;
-  await client.query(
-    `INSERT INTO memory_changes (user_id, seq, type, at, user_name, memory_id, version)
-     SELECT t.user_id, $1::bigint + t.ord - 1, t.type, t.at::timestamptz, t.user_name, t.memory_id, t.version
-       FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) WITH ORDINALITY AS t(user_id, type, at, user_name, memory_id, version, ord)`,
-    [
-      first,
-      drafts.map((draft) => encodeKey(draft.user_id)),
-      drafts.map((draft) => draft.type),
-      drafts.map((draft) => draft.at),
-      drafts.map((draft) => encodeText(draft.user_id)),
-      drafts.map((draft) => (draft.memory_id === null ? null : encodeText(draft.memory_id))),
-      drafts.map((draft) => draft.version),
-    ],
-  );
+  await client.query('SELECT memorypool_record_changes($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bigint[])', [
+    drafts.map((draft) => encodeKey(draft.user_id)),
+    drafts.map((draft) => draft.type),
+    drafts.map((draft) => draft.at),
+    drafts.map((draft) => encodeText(draft.user_id)),
+    drafts.map((draft) => (draft.memory_id === null ? null : encodeText(draft.memory_id))),
+    drafts.map((draft) => draft.version),
+  ]);
 }
 
 interface ChangeRow {

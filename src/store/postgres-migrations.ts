@@ -189,4 +189,29 @@ CREATE TABLE user_figures (
 ${hashPartitions('user_figures')}
 `,
   },
+  {
+    version: 7,
+    name: "a write's events numbered and inserted in one call (postgres-changes.ts): the counter's lock held for one round trip fewer",
+    sql: `
+-- The two statements a write ran last, one after the other from the client (move the counter,
+-- insert the events), as one function: the counter's row lock, which every writer of every user
+-- and replica waits for, is then held from this call to COMMIT only, not across a round trip to
+-- the client and back between them. Statements inside a function run one by one as before (a
+-- Citus coordinator plans each as it did). A replica of an earlier version keeps issuing the two
+-- statements itself: the same lock, the same numbering.
+CREATE OR REPLACE FUNCTION memorypool_record_changes(
+  user_ids text[], types text[], ats text[], user_names text[], memory_ids text[], versions bigint[]
+) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  n bigint := cardinality(user_ids);
+  top bigint;
+BEGIN
+  UPDATE change_counter SET last_seq = change_counter.last_seq + n WHERE id = 1 RETURNING change_counter.last_seq INTO top;
+  INSERT INTO memory_changes (user_id, seq, type, at, user_name, memory_id, version)
+  SELECT t.user_id, top - n + t.ord, t.type, t.at::timestamptz, t.user_name, t.memory_id, t.version
+    FROM unnest(user_ids, types, ats, user_names, memory_ids, versions) WITH ORDINALITY AS t(user_id, type, at, user_name, memory_id, version, ord);
+END
+$$;
+`,
+  },
 ];

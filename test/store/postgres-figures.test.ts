@@ -1,24 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/logger.js';
-import { PostgresStore } from '../../src/store/postgres-store.js';
-import type { UnitDraft } from '../../src/store/memory-store.js';
-import { register } from '../support/helper.js';
-import { freshDatabase, withClient } from '../support/postgres.js';
-
-let counter = 0;
-function draft(userId: string, text: string, sessionId = 's1'): UnitDraft {
-  return {
-    record: { id: `m-${++counter}`, user_id: userId, text, tags: [], importance: 0.5, source: 'add', created_at: new Date().toISOString(), session_id: sessionId, model: 'test-model' },
-    vector: new Float32Array(8).fill(counter),
-  };
-}
-
-async function replica(url: string): Promise<PostgresStore> {
-  const store = new PostgresStore({ url, logger: silentLogger() });
-  register(() => store.close());
-  await store.init();
-  return store;
-}
+import type { PostgresStore } from '../../src/store/postgres-store.js';
+import { freshDatabase, storeDraft as draft, storeReplica as replica, withClient } from '../support/postgres.js';
 
 const counts = async (store: PostgresStore) => (await store.poolFigures(Date.now())).map(({ userId, count, sessions }) => [userId, count, sessions]);
 

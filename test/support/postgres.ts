@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { silentLogger } from '../../src/logger.js';
+import type { UnitDraft } from '../../src/store/memory-store.js';
+import { PostgresStore } from '../../src/store/postgres-store.js';
 import { register } from './helper.js';
 
 /**
@@ -46,6 +49,24 @@ export async function withClient<T>(url: string, work: (client: pg.Client) => Pr
   } finally {
     await client.end();
   }
+}
+
+/** A replica's store on the database, initialised (its migrations run), closed after the current test. */
+export async function storeReplica(url: string): Promise<PostgresStore> {
+  const store = new PostgresStore({ url, logger: silentLogger() });
+  register(() => store.close());
+  await store.init();
+  return store;
+}
+
+let drafted = 0;
+/** A memory to append straight to a store: ids `m-1`, `m-2`, ... and an 8-dimensional vector. */
+export function storeDraft(userId: string, text = `memory ${drafted + 1}`, sessionId = 's1'): UnitDraft {
+  drafted++;
+  return {
+    record: { id: `m-${drafted}`, user_id: userId, text, tags: [], importance: 0.5, source: 'add', created_at: new Date().toISOString(), session_id: sessionId, model: 'test-model' },
+    vector: new Float32Array(8).fill(drafted),
+  };
 }
 
 /** The run's server, or the reason it could not be started (global setup), as this suite's failure. */
