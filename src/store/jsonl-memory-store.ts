@@ -109,6 +109,11 @@ export class JsonlMemoryStore implements MemoryStore {
     return figures.slice();
   }
 
+  /** The head's count: a user's first write reads its file for the head anyway, which the append then uses. */
+  async storedCount(userId: string): Promise<number> {
+    return (await this.head(userId))?.count ?? 0;
+  }
+
   async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
     const { count, sessions } = await this.queue.run(userId, () => this.files.countSessions(userId, nowMs));
     return { count, sessions };
@@ -387,7 +392,10 @@ export class JsonlMemoryStore implements MemoryStore {
       this.heads.delete(userId);
       return null;
     }
-    if (head && sameStamp(head.file, stamp)) return head;
+    // A head read without the lock may stop short of an unfinished last line (a writer's append
+    // under way, or a dead writer's torn one): current for a reader, not for a writer, who must
+    // not append after that line but repair it first (below).
+    if (head && sameStamp(head.file, stamp) && (!locked || stamp.size === BigInt(head.covered))) return head;
     if (!stamp.regular) return head ?? null;
     if (head && sameFile(head.file, stamp) && stamp.size >= BigInt(head.covered)) {
       const appended = await this.files.readAppended(userId, head.file, head.covered);

@@ -1,6 +1,9 @@
+import { appendFile } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/logger.js';
 import { JsonlMemoryStore } from '../../src/store/jsonl-memory-store.js';
+import { JsonlStore } from '../../src/store/jsonl-store.js';
 import type { UnitDraft } from '../../src/store/memory-store.js';
 import { register, tempDir } from '../support/helper.js';
 
@@ -78,5 +81,19 @@ describe('JsonlMemoryStore shared by several processes', () => {
     expect(removed.removed.map((entry) => entry.seq)).toEqual([1]);
     expect((await b.load('u')).units.map((unit) => unit.record.text)).toEqual(['keep', 'from b']);
     expect(await b.countMemories()).toBe(2);
+  });
+
+  it("an append after a read that met a dead writer's torn line repairs it first: the acknowledged record stays whole", async () => {
+    const [a, b] = await twoStores();
+    await a.append('u', [draft('u', 'before the crash')]);
+    // A writer died inside its append: half a line, no newline (its lock, gone with it, is not the point here).
+    await appendFile(path.join(new JsonlStore(a.location, silentLogger()).userDir('u'), 'memories.jsonl'), '{"id":"torn","user_id":"u","te');
+    // Reads without the lock (as an Add's early checks are) by the store that wrote the first line,
+    // whose head is behind: they take the whole lines in and leave the tail alone.
+    expect(await a.hasRequest('u', 'r-none')).toBe(false);
+    expect(await a.storedCount('u')).toBe(1);
+    await a.append('u', [draft('u', 'after the crash')]);
+    expect((await a.load('u')).units.map((unit) => unit.record.text)).toEqual(['before the crash', 'after the crash']);
+    expect((await b.load('u')).units.map((unit) => unit.record.text)).toEqual(['before the crash', 'after the crash']);
   });
 });
