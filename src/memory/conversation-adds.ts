@@ -1,6 +1,7 @@
 import { denseText } from '../ingest/message-units.js';
 import { ArrivalOrder } from './arrival-order.js';
-import { APPEND, type ServiceContext } from './service-context.js';
+import { appendUnits } from './append-units.js';
+import type { ServiceContext } from './service-context.js';
 import type { AddOutcome, ConversationAdd } from './types.js';
 import { conversationDraft, conversationUnits } from './write-drafts.js';
 
@@ -54,23 +55,13 @@ export class ConversationAdds {
   }
 
   private async storeInTurn(input: ConversationAdd, turn: Promise<void>, receivedAt: number): Promise<AddOutcome> {
-    const known = await this.service.cache.get(input.userId);
-    if (known.requestIds.has(input.requestId) || (await this.service.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
+    // A repeat answered early, without loading the user: the state's ids when it is held, else the store's.
+    if (this.service.cache.peek(input.userId)?.requestIds.has(input.requestId) || (await this.service.store.hasRequest(input.userId, input.requestId))) return { stored: false, units: 0 };
     const drafts = conversationUnits(input, receivedAt);
     const vectors = await this.service.embed(drafts.map((draft) => denseText(draft.unit)), 'ingest', input.userId);
     const units = drafts.map((draft, i) => conversationDraft(input, draft, receivedAt, vectors[i], this.service.embedder.modelId));
     await turn;
-    return this.service.underLock(input.userId, async (state) => {
-      if (state.requestIds.has(input.requestId)) return { stored: false, units: 0 };
-      // The store checks the request id in the same write: of two replicas racing, the first wins.
-      const result = await this.service.store.append(input.userId, units, { requestId: input.requestId });
-      if (!result) {
-        state.requestIds.add(input.requestId);
-        return { stored: false, units: 0 };
-      }
-      this.service.counted(result.records.length);
-      this.service.cache.applyAppend(state, result, vectors);
-      return { stored: true, units: result.records.length };
-    }, APPEND);
+    const result = await appendUnits(this.service, input.userId, units, vectors, input.requestId);
+    return result ? { stored: true, units: result.records.length } : { stored: false, units: 0 };
   }
 }

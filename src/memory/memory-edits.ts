@@ -2,7 +2,8 @@ import type { Memory } from '../domain/memory.js';
 import { denseText } from '../ingest/message-units.js';
 import { notFound } from './memory-reads.js';
 import { publicMemory, unitText } from './memory-records.js';
-import { APPEND, type ServiceContext } from './service-context.js';
+import { appendUnits } from './append-units.js';
+import type { ServiceContext } from './service-context.js';
 import type { MemoryUpdate, NewMemory } from './types.js';
 import type { UserState } from './user-state.js';
 import { expiryOf, memoryDraft, memoryUnit } from './write-drafts.js';
@@ -10,23 +11,16 @@ import { expiryOf, memoryDraft, memoryUnit } from './write-drafts.js';
 /**
  * The service's writes of single memories (add, update, delete) and the retention purge. Each
  * embeds outside the lock, then writes to the store under the user's lock and only then updates
- * the cached user, so a returned write is durable and searchable.
+ * the cached user, so a returned write is durable and searchable; an add to a small user this
+ * process does not hold goes to the store alone (append-units.ts).
  */
 
 export async function addMemory(service: ServiceContext, input: NewMemory): Promise<Memory> {
   const unit = memoryUnit(input, Date.now());
   const [vector] = await service.embed([denseText(unit)], 'ingest', input.userId);
   const draft = memoryDraft(input, unit, vector, service.embedder.modelId, service.now());
-  return service.underLock(
-    input.userId,
-    async (state) => {
-      const result = (await service.store.append(input.userId, [draft]))!;
-      service.counted(1);
-      service.cache.applyAppend(state, result, [vector]);
-      return publicMemory(result.records[0]);
-    },
-    APPEND,
-  );
+  const result = (await appendUnits(service, input.userId, [draft], [vector]))!;
+  return publicMemory(result.records[0]);
 }
 
 /**

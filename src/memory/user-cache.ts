@@ -87,6 +87,11 @@ export class UserCache {
     return this.states.get(userId);
   }
 
+  /** Whether the user is held here or being loaded. */
+  holds(userId: string): boolean {
+    return this.states.has(userId) || this.loading.has(userId);
+  }
+
   /** The cached state (loading it if absent), without asking the store whether it is current: for writes, which the store orders. */
   get(userId: string): Promise<UserState> {
     const loaded = this.states.get(userId);

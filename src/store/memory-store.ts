@@ -29,6 +29,11 @@ export interface MemoryStore {
   countMemories(): Promise<number>;
   /** Users with at least one memory stored, without loading any user into a cache. */
   countUsers(): Promise<number>;
+  /**
+   * How many memories the user has stored (expired ones included), without loading the user and
+   * cheaply: what a write checks before it writes to a user no cache holds (append-units.ts).
+   */
+  storedCount(userId: string): Promise<number>;
   /** How many memories and distinct sessions the user has stored, without loading the user; with `nowMs`, those expired by then left out. */
   userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }>;
   /** Bytes the user's memories take in storage (files, or table rows). */

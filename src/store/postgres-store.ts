@@ -159,6 +159,11 @@ export class PostgresStore implements MemoryStore {
     return this.counts;
   }
 
+  async storedCount(userId: string): Promise<number> {
+    const { rows } = await this.query<{ memory_count: string }>('SELECT memory_count FROM users WHERE user_id = $1', [encodeKey(userId)]);
+    return rows.length === 0 ? 0 : Number(rows[0].memory_count);
+  }
+
   async userCounts(userId: string, nowMs?: number): Promise<{ count: number; sessions: number }> {
     // Expiry is compared as instants: the stored text is ISO 8601.
     const { rows } = await this.query<{ count: string; sessions: string }>(

@@ -137,6 +137,8 @@ describe('write faults', () => {
       app.inject({ method: 'POST', url: '/add', payload: { request_id: requestId, user_id: userId, session_id: 's', messages: messagesAbout([word]) } });
     expect((await add('a1', 'full-u', 'lighthouse')).statusCode).toBe(200);
     expect((await add('b1', 'other-u', 'harbour')).statusCode).toBe(200);
+    // The server holds the user when the disk fills (an Add alone does not load it).
+    expect((await app.inject({ method: 'GET', url: '/mem/list?user_id=full-u&limit=100' })).statusCode).toBe(200);
 
     const file = path.join(new JsonlStore(dataDir, silentLogger()).userDir('full-u'), 'memories.jsonl');
     const saved = `${file}.saved`;

@@ -73,6 +73,8 @@ describe.each(TWO_SERVICES)('expiry (%s)', (_name, open) => {
     // A version in its history expires: only the memory's own expiry counts.
     await a.updateMemory({ userId: 'v', id: updated.id, expiresAtMs: null });
     await a.addMemory({ userId: 'v', text: 'brief three', ttlSeconds: 45 });
+    // a reads both users, so it holds them (its Adds went to the store alone).
+    for (const userId of ['u', 'v']) await a.list({ userId, limit: 10 });
     const perUser = async (service: MemoryService) => Object.fromEntries((await service.stats()).per_user.map((entry) => [entry.user_id, entry.count]));
     expect(await a.memoryCount()).toBe(4);
     clock.advance(60_000);

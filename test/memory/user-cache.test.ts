@@ -23,6 +23,9 @@ describe('the per-user cache', () => {
     const dataDir = await tempDir();
     const service = await openService({ dataDir, cacheBytes: 150_000 });
     for (let user = 0; user < 30; user++) await service.addConversation(add(`u${user}`, `r${user}`, textsOf(user)));
+    // The Adds went to the store alone (small users no process held): the searches load them.
+    expect(service.cacheStats().users).toBe(0);
+    for (let user = 0; user < 30; user++) await service.search({ userId: `u${user}`, query: 'kettle', limit: 1 });
     const cache = service.cacheStats();
     expect(cache.budget_bytes).toBe(150_000);
     expect(cache.users).toBeGreaterThan(0);
@@ -70,6 +73,7 @@ describe('the per-user cache', () => {
   it('keeps nothing for users that have nothing stored', async () => {
     const service = await openService({ dataDir: await tempDir() });
     await service.addConversation(add('real', 'r1', ['a real memory']));
+    expect(await service.search({ userId: 'real', query: 'memory', limit: 1 })).toHaveLength(1);
     for (let i = 0; i < 50; i++) {
       expect(await service.search({ userId: `made-up-${i}`, query: 'anything', limit: 5 })).toEqual([]);
       expect(await service.list({ userId: `made-up-${i}`, limit: 5 })).toEqual([]);
