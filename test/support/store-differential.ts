@@ -55,7 +55,9 @@ export async function openSide(name: Side['name'], where: Side['where']): Promis
 async function reopenSide(side: Side, close = true): Promise<void> {
   if (close) await closeSide(side);
   const where = side.where;
-  side.service = await MemoryService.open({ store: openStore('dataDir' in where ? { dataDir: where.dataDir } : { databaseUrl: where.databaseUrl }, silentLogger()), embedder: new HashEmbedder({ dimensions: 64 }), logger: silentLogger(), indexFlushDelayMs: 0 });
+  // No background loading after a start: which users a side holds (`cached` in /mem/stats) then
+  // follows from the requests alone, the same on both sides, not from when each side fell idle.
+  side.service = await MemoryService.open({ store: openStore('dataDir' in where ? { dataDir: where.dataDir } : { databaseUrl: where.databaseUrl }, silentLogger()), embedder: new HashEmbedder({ dimensions: 64 }), logger: silentLogger(), indexFlushDelayMs: 0, preload: false });
   side.app = await buildServerApp({ service: side.service, authenticator: Authenticator.fromConfig({}), logger: silentLogger() });
 }
 
