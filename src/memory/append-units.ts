@@ -19,6 +19,8 @@ import { APPEND, type ServiceContext } from './service-context.js';
  */
 export async function appendUnits(service: ServiceContext, userId: string, drafts: readonly UnitDraft[], vectors: readonly Float32Array[], requestId?: string): Promise<AppendResult | null> {
   const options = requestId === undefined ? {} : { requestId };
+  // Held is checked before the count (a held user needs no query) and again after it: a read may
+  // have started loading the user while the count was asked, and its state then takes the write.
   if (!service.cache.holds(userId) && (await service.store.storedCount(userId)) + drafts.length <= service.weights.exhaustiveLimit && !service.cache.holds(userId)) {
     const result = await service.store.append(userId, drafts, options);
     if (result) service.counted(result.records.length);
