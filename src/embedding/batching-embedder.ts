@@ -31,8 +31,9 @@ export interface BatchingOptions {
    * Runs handed to the inner embedder at once. Default 1: a query waits behind at most one run.
    * The next run is handed over before the last one's callers continue, so with one the encoder
    * waits only for the message round trip to this thread (~9% of an Add phase on a quiet machine).
+   * A function is asked at each run: an encoder pool's copies running (encoder-pool.ts).
    */
-  maxInFlight?: number;
+  maxInFlight?: number | (() => number);
   /**
    * Ingest runs staged at once. Default 16: that many runs' worth of queued ingest texts is taken
    * fairly, sorted by length and cut into runs, so each run pads its texts to a similar length
@@ -65,6 +66,8 @@ const DEFAULT_WINDOW_RUNS = 16;
 class FairQueue {
   private readonly byKey = new Map<string, KeyQueue>();
   size = 0;
+  /** Estimated tokens of the texts waiting. */
+  tokens = 0;
 
   push(key: string, items: Item[]): void {
     const queue = this.byKey.get(key);
@@ -72,6 +75,7 @@ class FairQueue {
     if (queue) for (const item of items) queue.items.push(item);
     else this.byKey.set(key, { items, head: 0 });
     this.size += items.length;
+    for (const item of items) this.tokens += item.tokens;
   }
 
   /** Up to `maxTexts` items and `maxTokens` tokens (at least one item), one key at a time in turn. */
@@ -84,6 +88,7 @@ class FairQueue {
       if (taken.length > 0 && tokens + head.tokens > maxTokens) break;
       queue.head++;
       this.size--;
+      this.tokens -= head.tokens;
       taken.push(head);
       tokens += head.tokens;
       // Re-inserting moves the key to the back of the rotation.
@@ -99,6 +104,7 @@ class FairQueue {
     for (const [key, queue] of this.byKey) {
       const kept = queue.items.slice(queue.head).filter((item) => !item.job.failed);
       this.size -= queue.items.length - queue.head - kept.length;
+      for (let i = queue.head; i < queue.items.length; i++) if (queue.items[i]!.job.failed) this.tokens -= queue.items[i]!.tokens;
       if (kept.length === 0) this.byKey.delete(key);
       else this.byKey.set(key, { items: kept, head: 0 });
     }
@@ -136,7 +142,7 @@ export class BatchingEmbedder implements Embedder {
   private readonly tokensPerTextMax: number;
   private readonly urgent = new FairQueue();
   private readonly normal = new FairQueue();
-  private readonly maxInFlight: number;
+  private readonly inFlightLimit: () => number;
   private readonly windowRuns: number;
   /** Ingest runs cut from the last window, shortest texts first; the next ingest run is the first. */
   private staged: Item[][] = [];
@@ -150,7 +156,8 @@ export class BatchingEmbedder implements Embedder {
     this.maxTexts = options.maxTexts ?? 256;
     this.maxTokens = options.maxTokens ?? DEFAULT_RUN_TOKENS;
     this.tokensPerTextMax = options.tokensPerTextMax ?? 128;
-    this.maxInFlight = options.maxInFlight ?? 1;
+    const maxInFlight = options.maxInFlight ?? 1;
+    this.inFlightLimit = typeof maxInFlight === 'number' ? () => maxInFlight : maxInFlight;
     this.windowRuns = options.windowRuns ?? DEFAULT_WINDOW_RUNS;
   }
 
@@ -164,6 +171,10 @@ export class BatchingEmbedder implements Embedder {
 
   loadedAll(): Promise<void> {
     return this.inner.loadedAll?.() ?? this.inner.ready();
+  }
+
+  copiesRunning(): number | undefined {
+    return this.inner.copiesRunning?.();
   }
 
   close(): Promise<void> {
@@ -192,9 +203,10 @@ export class BatchingEmbedder implements Embedder {
 
   /** Starts runs while fewer than maxInFlight are out; each finished run starts the next. */
   private drain(): void {
-    while (this.inFlight < this.maxInFlight) {
+    const limit = this.inFlightLimit();
+    while (this.inFlight < limit) {
       const priority = this.urgent.size > 0 ? 'query' : 'ingest';
-      const batch = priority === 'query' ? this.urgent.take(this.queryRunTexts(), this.maxTokens) : this.nextIngestRun();
+      const batch = priority === 'query' ? this.urgent.take(this.queryRunTexts(limit), this.maxTokens) : this.nextIngestRun();
       if (batch.length === 0) return;
       this.inFlight++;
       void this.run(batch, priority);
@@ -207,9 +219,9 @@ export class BatchingEmbedder implements Embedder {
    * with all of them while the others finish and find nothing to do (measured at 32 Search
    * clients on two encoders). Each run takes its share of what waits, at least one query.
    */
-  private queryRunTexts(): number {
-    if (this.maxInFlight === 1) return this.maxTexts;
-    return Math.min(this.maxTexts, Math.max(1, Math.ceil(this.urgent.size / this.maxInFlight)));
+  private queryRunTexts(limit: number): number {
+    if (limit === 1) return this.maxTexts;
+    return Math.min(this.maxTexts, Math.max(1, Math.ceil(this.urgent.size / limit)));
   }
 
   /**
@@ -248,9 +260,11 @@ export class BatchingEmbedder implements Embedder {
     let vectors: Float32Array[];
     try {
       // A run is all queries or all stored texts, so a model's query prefix still applies.
+      // Ingest runs tell the encoder how many wait behind them: an encoder pool starts another copy on a backlog.
+      const waitingRuns = priority === 'ingest' ? this.staged.length + Math.ceil(this.normal.tokens / this.maxTokens) : undefined;
       vectors = await this.inner.embed(
         batch.map((item) => item.text),
-        traced ? { priority, onRun: (startMs, endMs) => (thread = [startMs, endMs]) } : { priority },
+        traced ? { priority, waitingRuns, onRun: (startMs, endMs) => (thread = [startMs, endMs]) } : { priority, waitingRuns },
       );
     } catch (error) {
       for (const { job } of batch) {

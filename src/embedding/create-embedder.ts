@@ -40,8 +40,9 @@ export function encoderDenseWeight(config: Pick<Config, 'embedder' | 'modelDir' 
 }
 
 /**
- * The local encoder as the server runs it: `encoderWorkers` copies on threads of their own, fed
- * runs pooled across callers, queries first, as many runs out at once as there are copies.
+ * The local encoder as the server runs it: up to `encoderWorkers` copies on threads of their own
+ * (one at the start, more as ingest needs them: encoder-pool.ts), fed runs pooled across callers,
+ * queries first, as many runs out at once as there are copies running.
  */
 export function localEncoderStack(config: Omit<EmbedderConfig, 'embedder' | 'embedderUrl' | 'embedderModel' | 'embedderDimensions' | 'embedderApiKey'>): BatchingEmbedder {
   const options = {
@@ -53,9 +54,10 @@ export function localEncoderStack(config: Omit<EmbedderConfig, 'embedder' | 'emb
     documentPrefix: config.documentPrefix,
   };
   const copies = Array.from({ length: config.encoderWorkers ?? defaultEncoderWorkers() }, () => new WorkerEmbedder(options));
+  const pool = new EncoderPool(copies);
   // A brought model may read up to 512 tokens a text: runs are sized by what it reads, so a
   // query still waits behind about 2k tokens of ingest work, not four times that.
-  return new BatchingEmbedder(new EncoderPool(copies), { tokensPerTextMax: copies[0].maxTokens, maxInFlight: copies.length });
+  return new BatchingEmbedder(pool, { tokensPerTextMax: copies[0].maxTokens, maxInFlight: () => pool.running });
 }
 
 /** The retrieval weights a server or a command takes from its configuration (the rest are the defaults). */

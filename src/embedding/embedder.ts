@@ -21,10 +21,13 @@ export interface Embedder {
    */
   observeBatches?(observer: BatchObserver): void;
   /**
-   * Resolves when every part has loaded, where `ready()` resolves earlier: an encoder pool is ready
-   * with its first copy and loads the others behind it (encoder-pool.ts). Wrappers pass it on.
+   * Loads every part and resolves when each has, where `ready()` resolves earlier: an encoder pool
+   * is ready with its first copy and starts the others only when encoding keeps it busy
+   * (encoder-pool.ts). Wrappers pass it on.
    */
   loadedAll?(): Promise<void>;
+  /** Copies of the model loaded and taking calls, where there are several (an encoder pool). Wrappers pass it on. */
+  copiesRunning?(): number | undefined;
 }
 
 /** Told of each model call (the metrics): its size, each text's wait in the queue, its run time. */
@@ -47,4 +50,9 @@ export interface EmbedOptions {
    * message round trip. Embedders that run on another thread report it; others need not.
    */
   onRun?: (startMs: number, endMs: number) => void;
+  /**
+   * Runs of stored texts waiting behind this one (BatchingEmbedder sets it on its ingest runs): an
+   * encoder pool starts another copy when they are many (encoder-pool.ts).
+   */
+  waitingRuns?: number;
 }

@@ -1,18 +1,33 @@
 import type { EmbedOptions, Embedder } from './embedder.js';
 
 /**
+ * Another copy starts when an ingest run is handed over with at least this many runs of stored
+ * texts waiting behind it for each copy running: ingest is then waiting on the encoder, and a run
+ * of stored texts takes as long on a second core. A single Add (up to ~50 texts a run) never
+ * reaches it; 32 concurrent Adds of 20 messages (~12 runs) do at the second run. Query runs never
+ * start a copy: a copy batches every query waiting into its next run, and at 32 Search clients on
+ * a 2-core machine one copy answered more Searches than two, whose split runs took the main
+ * thread's core (bench/README.md, "Encoder copies").
+ */
+export const WAITING_RUNS_PER_COPY = 2;
+
+/**
  * Several copies of one encoder, each on a thread of its own (WorkerEmbedder), used as one: a
  * call goes to the copy with the fewest texts in flight. onnxruntime runs a session on the thread
  * that calls it, and one single-threaded session per core measured best (a session of two
  * intra-op threads spins while it waits: bench/README.md), so the pool is how encoding uses every
- * core. BatchingEmbedder in front of it hands over as many runs as there are copies, queries
- * first, so a query waits for the first copy to finish its run, never for a queue.
+ * core. BatchingEmbedder in front of it hands over as many runs as there are copies running
+ * (`running`), queries first, so a query waits for the first copy to finish its run, never for a
+ * queue.
  *
- * `ready()` resolves once the first copy has loaded, and the others load one after another behind
- * it: a start answers as soon as one encoder can (loading every copy at once doubled the model's
- * share of a cold start on two cores), and a call goes only to copies that have loaded. They all
- * load at the start, not at the first burst of load, so a server's memory is what it is a moment
- * after the start (the cache budget is counted on top of it).
+ * `ready()` resolves once the first copy has loaded. The others start one at a time, each on a
+ * backlog of stored texts (`WAITING_RUNS_PER_COPY`), and take calls once loaded (~0.35 s for the
+ * int8 model): a burst of Adds has its second copy within half a second, while a server that
+ * mostly searches, or whose writes come a few at a time, never holds their model (~31 MiB of RSS
+ * each with the int8 model; 7 of them on an 8-core machine) nor lets their threads take cores from
+ * the main thread. A copy, once started, stays: the most memory the encoder takes is what it took
+ * when every copy loaded at the start. `loadedAll()` starts and awaits every copy (a bench's bare
+ * encoder).
  */
 export class EncoderPool implements Embedder {
   readonly modelId: string;
@@ -21,8 +36,11 @@ export class EncoderPool implements Embedder {
   private readonly textsInFlight: number[];
   /** Copies that have loaded: only these are sent calls. */
   private readonly loaded: boolean[];
+  /** Copies asked to load (the first `started` of `copies`). */
+  private started = 0;
   private first: Promise<void> | null = null;
-  private rest: Promise<void> | null = null;
+  /** The load of the copy started last beyond the first, while it loads. */
+  private loading: Promise<void> | null = null;
 
   constructor(copies: readonly Embedder[]) {
     if (copies.length === 0) throw new Error('An encoder pool needs at least one encoder');
@@ -37,15 +55,27 @@ export class EncoderPool implements Embedder {
     this.loaded = copies.map(() => false);
   }
 
+  /** Copies the pool may start. */
   get size(): number {
     return this.copies.length;
   }
 
+  /** Copies loaded and taking calls (at least 1 for BatchingEmbedder's runs, even before the first has loaded). */
+  get running(): number {
+    return Math.max(1, this.copiesRunning());
+  }
+
+  copiesRunning(): number {
+    let count = 0;
+    for (const loaded of this.loaded) if (loaded) count++;
+    return count;
+  }
+
   ready(): Promise<void> {
     if (!this.first) {
+      this.started = Math.max(this.started, 1);
       this.first = this.copies[0].ready().then(() => {
         this.loaded[0] = true;
-        this.rest = this.loadTheOthers();
       });
       // A failed first load is reported to the caller of ready() (and to the next one: it retries).
       this.first.catch(() => (this.first = null));
@@ -53,26 +83,33 @@ export class EncoderPool implements Embedder {
     return this.first;
   }
 
-  /** Resolves when every copy has loaded (or failed to): the whole pool's memory is then in place. */
+  /** Starts every copy not started yet and resolves when each has loaded (or failed to). */
   async loadedAll(): Promise<void> {
     await this.ready();
-    await this.rest;
+    while (this.started < this.copies.length || this.loading) {
+      if (!this.loading) this.startNext();
+      await this.loading;
+    }
   }
 
-  private async loadTheOthers(): Promise<void> {
-    for (let i = 1; i < this.copies.length; i++) {
-      try {
-        await this.copies[i].ready();
-        this.loaded[i] = true;
-      } catch {
+  private startNext(): void {
+    const index = this.started++;
+    this.loading = this.copies[index]
+      .ready()
+      .then(
+        () => {
+          this.loaded[index] = true;
+        },
         // A copy that cannot load is left out; the loaded ones serve (the first one's failure is reported).
-      }
-    }
+        () => undefined,
+      )
+      .finally(() => (this.loading = null));
   }
 
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     if (!this.loaded[0]) await this.ready();
+    if ((options.waitingRuns ?? 0) >= WAITING_RUNS_PER_COPY * this.running && options.priority !== 'query' && this.loading === null && this.started < this.copies.length) this.startNext();
     let chosen = 0;
     for (let i = 1; i < this.copies.length; i++) if (this.loaded[i] && this.textsInFlight[i] < this.textsInFlight[chosen]) chosen = i;
     this.textsInFlight[chosen] += texts.length;

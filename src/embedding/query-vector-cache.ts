@@ -45,6 +45,10 @@ export class QueryVectorCache implements Embedder {
     return this.inner.loadedAll?.() ?? this.inner.ready();
   }
 
+  copiesRunning(): number | undefined {
+    return this.inner.copiesRunning?.();
+  }
+
   observeBatches(observer: BatchObserver): void {
     this.inner.observeBatches?.(observer);
   }

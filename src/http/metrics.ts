@@ -66,6 +66,15 @@ export class ServiceMetrics {
     // The encoder's figures exist only where its calls are pooled (the ONNX and HTTP embedders,
     // behind the query-vector cache, which passes the observer on).
     service.embedder.observeBatches?.(encoderCalls);
+    const { embedder } = service;
+    if (embedder.copiesRunning?.() !== undefined) {
+      new Gauge({
+        name: 'memorypool_encoder_copies',
+        help: 'Copies of the local encoder loaded (the first at the start, more while stored texts keep them busy, up to MEMORYPOOL_ENCODER_WORKERS)',
+        registers,
+        collect: function () { this.set(embedder.copiesRunning?.() ?? 0); },
+      });
+    }
     if (isClusterWorker()) shareMetrics([processMetrics(), this.registry]);
   }
 

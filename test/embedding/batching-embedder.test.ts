@@ -141,6 +141,33 @@ describe('BatchingEmbedder', () => {
     await Promise.all(Array.from({ length: 12 }, (_, i) => one.embed([`query ${i}`], { priority: 'query' })));
     expect(single.calls.map((call) => call.length)).toEqual([1, 11]);
   });
+  it('tells the encoder how many runs of stored texts wait behind each ingest run, and nothing of the sort for queries', async () => {
+    const seen: Array<[number, string | undefined, number | undefined]> = [];
+    const inner = new RecordingEmbedder();
+    const recording: Embedder = {
+      modelId: 'recording',
+      dimensions: 16,
+      ready: async () => undefined,
+      close: async () => undefined,
+      embed: async (texts, options) => {
+        seen.push([texts.length, options?.priority, options?.waitingRuns]);
+        return inner.embed(texts);
+      },
+    };
+    // Runs of 4 texts at most; every text costs 2 + 1 estimated tokens ("xxxx" is 4 characters).
+    const embedder = new BatchingEmbedder(recording, { maxTexts: 4, maxInFlight: () => 1, windowRuns: 1 });
+    const first = embedder.embed(['xxxx']);
+    // Queued while the first run is out: 10 texts, 3 runs of 4 at most (30 tokens against maxTokens 2048: runs cut by texts).
+    const rest = embedder.embed(Array.from({ length: 10 }, () => 'xxxx'));
+    const query = embedder.embed(['q'], { priority: 'query' });
+    await Promise.all([first, rest, query]);
+    expect(seen[0]).toEqual([1, 'ingest', 0]);
+    expect(seen[1]).toEqual([1, 'query', undefined]);
+    // What is left when each ingest run goes out, in runs of the token cap (a part of one counts as one): 6 texts, 2, none.
+    expect(seen.slice(2).map(([texts, priority]) => [texts, priority])).toEqual([[4, 'ingest'], [4, 'ingest'], [2, 'ingest']]);
+    expect(seen.slice(2).map(([, , waiting]) => waiting)).toEqual([1, 1, 0]);
+  });
+
   it('queues any number of texts per key: a second flood joins the first, every caller gets its vectors', async () => {
     const instant: Embedder = {
       modelId: 'instant',

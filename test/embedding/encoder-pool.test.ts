@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localEncoderStack } from '../../src/embedding/create-embedder.js';
 import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
-import { EncoderPool } from '../../src/embedding/encoder-pool.js';
+import { EncoderPool, WAITING_RUNS_PER_COPY } from '../../src/embedding/encoder-pool.js';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { OnnxEmbedder } from '../../src/embedding/onnx-embedder.js';
 
@@ -41,6 +41,8 @@ class HeldEmbedder implements Embedder {
   }
 }
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 describe('EncoderPool', () => {
   it('sends each call to the copy with the fewest texts in flight, and answers each with its own vectors', async () => {
     const copies = [new HeldEmbedder(), new HeldEmbedder()];
@@ -69,29 +71,80 @@ describe('EncoderPool', () => {
     expect(copies.every((copy) => copy.closed)).toBe(true);
   });
 
-  it('is ready once its first copy has loaded, and sends calls only to copies that have', async () => {
+  it('is ready once its first copy has loaded, and starts no other copy without a backlog of stored texts', async () => {
     const copies = [new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
+    const started = copies.map(() => false);
+    copies.forEach((copy, i) => {
+      const ready = copy.ready.bind(copy);
+      copy.ready = () => ((started[i] = true), ready());
+    });
     const pool = new EncoderPool(copies);
     let ready = false;
     void pool.ready().then(() => (ready = true));
     const early = pool.embed(['waits for the first copy']);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await sleep(5);
     expect(ready).toBe(false);
     expect(copies[0]!.calls).toEqual([]);
     copies[0]!.load();
     await pool.ready();
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    // The second copy is still loading: both calls go to the first.
-    const second = pool.embed(['while the second copy loads']);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(copies[0]!.calls).toEqual([['waits for the first copy'], ['while the second copy loads']]);
+    await sleep(1);
+    expect(copies[0]!.calls).toEqual([['waits for the first copy']]);
+    // A run with one run waiting behind it, and queries with many: no second copy.
+    const ingest = pool.embed(['stored'], { waitingRuns: 1 });
+    const query = pool.embed(['query'], { priority: 'query', waitingRuns: 10 });
+    await sleep(1);
+    copies[0]!.release();
+    await Promise.all([early, ingest, query]);
+    expect(started).toEqual([true, false]);
+    expect(pool.copiesRunning()).toBe(1);
+  });
+
+  it('starts another copy on a backlog of stored texts, one at a time, and sends it calls once it has loaded', async () => {
+    const copies = [new HeldEmbedder(), new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
+    const started = copies.map(() => false);
+    copies.forEach((copy, i) => {
+      const ready = copy.ready.bind(copy);
+      copy.ready = () => ((started[i] = true), ready());
+    });
+    const pool = new EncoderPool(copies);
+    await pool.ready();
+    // Two runs waiting for the one copy running: the second copy starts loading.
+    const first = pool.embed(['a'], { priority: 'ingest', waitingRuns: WAITING_RUNS_PER_COPY });
+    // While it loads, a larger backlog starts no third copy, and calls still go to the first.
+    const second = pool.embed(['b'], { waitingRuns: 10 });
+    await sleep(1);
+    expect(started).toEqual([true, true, false]);
+    expect(copies[0]!.calls).toEqual([['a'], ['b']]);
     copies[1]!.load();
-    await pool.loadedAll();
-    const third = pool.embed(['now the idler copy']);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(copies[1]!.calls).toEqual([['now the idler copy']]);
+    await sleep(1);
+    expect(pool.copiesRunning()).toBe(2);
+    expect(pool.running).toBe(2);
+    const third = pool.embed(['c'], { waitingRuns: 3 });
+    await sleep(1);
+    // To the idle second copy; 3 runs waiting for 2 copies is below the threshold for a third.
+    expect(copies[1]!.calls).toEqual([['c']]);
+    expect(started).toEqual([true, true, false]);
+    const fourth = pool.embed(['d'], { waitingRuns: 2 * WAITING_RUNS_PER_COPY });
+    await sleep(1);
+    expect(started).toEqual([true, true, true]);
+    copies[2]!.load();
     copies.forEach((copy) => copy.release());
-    await Promise.all([early, second, third]);
+    await Promise.all([first, second, third, fourth]);
+    await sleep(1);
+    expect(pool.copiesRunning()).toBe(3);
+  });
+
+  it('loads every copy on loadedAll()', async () => {
+    const copies = [new HeldEmbedder(), new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
+    const pool = new EncoderPool(copies);
+    const all = pool.loadedAll();
+    await sleep(5);
+    copies[1]!.load();
+    await sleep(5);
+    expect(pool.copiesRunning()).toBe(2);
+    copies[2]!.load();
+    await all;
+    expect(pool.copiesRunning()).toBe(3);
   });
 
   it('takes copies of one model only', () => {

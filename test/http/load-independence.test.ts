@@ -49,6 +49,8 @@ function messages(session: number) {
 async function appWithServerEncoder() {
   const embedder: Embedder = createEmbedder({ embedder: 'onnx', encoderWorkers: 2 });
   register(() => embedder.close());
+  // Both copies, as a server has them under ingest: texts then run on either.
+  await embedder.loadedAll?.();
   return build({ service: { embedder } });
 }
 

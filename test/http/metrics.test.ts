@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BatchingEmbedder } from '../../src/embedding/batching-embedder.js';
+import { EncoderPool } from '../../src/embedding/encoder-pool.js';
 import { QueryVectorCache } from '../../src/embedding/query-vector-cache.js';
 import { buildApp } from '../../src/http/app.js';
 import { Authenticator } from '../../src/http/auth.js';
@@ -62,6 +63,18 @@ describe('GET /metrics', () => {
     expect(sample(text, 'memorypool_encoder_queue_wait_seconds_count')).toBe(3);
     expect(sample(text, 'memorypool_encoder_run_seconds_count')).toBe(batches);
     expect(sample(text, 'memorypool_memories')).toBe(3);
+    // One model, no pool of copies: no copies to count.
+    expect(text).not.toContain('memorypool_encoder_copies');
+  });
+
+  it('counts the encoder copies loaded, where the encoder is a pool of them', async () => {
+    const copies = [testEmbedder(), testEmbedder()];
+    const pool = new EncoderPool(copies);
+    const { app } = await build({ service: { embedder: new QueryVectorCache(new BatchingEmbedder(pool, { maxInFlight: () => pool.running })) } });
+    await app.inject({ method: 'POST', url: '/add', payload: { request_id: 'r1', user_id: 'u', session_id: 's', messages: [{ role: 'a', content: 'one' }] } });
+    expect(sample((await app.inject({ method: 'GET', url: '/metrics' })).body, 'memorypool_encoder_copies')).toBe(1);
+    await pool.loadedAll();
+    expect(sample((await app.inject({ method: 'GET', url: '/metrics' })).body, 'memorypool_encoder_copies')).toBe(2);
   });
 
   it('needs the token unless MEMORYPOOL_METRICS_PUBLIC is set', async () => {

@@ -25,6 +25,8 @@ const MESSAGES: ConversationMessage[] = TEXTS.map((content, i) => ({ role: i % 2
 async function storedVectors(splits: number[]): Promise<Map<string, number[]>> {
   const embedder = createEmbedder({ embedder: 'onnx', encoderWorkers: 2 });
   register(() => embedder.close());
+  // Both copies, as a server has them under ingest: texts then run on either.
+  await embedder.loadedAll?.();
   const service = await openService({ embedder });
   let start = 0;
   for (const [i, size] of splits.entries()) {
