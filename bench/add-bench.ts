@@ -70,6 +70,7 @@ async function main(): Promise<void> {
       server_cpu_ms_per_message_by_thread: add.cpu_ms_per_message_by_thread,
       bare_encoder_cpu_ms_per_message: encoder.cpu_ms_per_message,
       add_cpu: add.cpu,
+      encoder_copies_up_ms: add.encoder_copies_up_ms,
       add_latency_ms: add.load.latency_ms,
       add_errors: add.load.errors,
       server_exit: stop,

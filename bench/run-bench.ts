@@ -396,6 +396,8 @@ async function main(): Promise<void> {
         ...add.load,
         cpu: add.cpu,
         server_rss_mb_after: add.rss_mb,
+        // From a burst of Adds to the server's every encoder copy up (before the figure: add-phase.ts, encoderCopiesUp).
+        encoder_copies_up_ms: add.encoder_copies_up_ms,
       },
       encoder,
       search: { ...search, next: undefined, counted: undefined, sequential_queries: search.sequential_queries.length, encode_alone: encodeAlone, server_rss_mb_after: serviceMemory.rss_mb },
