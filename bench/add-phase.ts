@@ -113,7 +113,7 @@ export async function measureAdd(server: ServerProcess, client: LoopbackClient, 
 }
 
 /**
- * A server starts its encoder copies past the first on a backlog of stored texts (encoder-pool.ts),
+ * A server starts its encoder copies past the first on a backlog of stored texts (batching-embedder.ts),
  * while the bare encoder it is compared with runs every copy: the figure is taken with the server's
  * copies up too, as ingest that lasts has them. `burst` sends concurrent Adds (a user of their
  * own); then `/metrics`' `memorypool_encoder_copies` is read until it counts the bench's encoder

@@ -57,6 +57,17 @@ const DEFAULT_RUN_TOKENS = 2048;
  */
 const CHARS_PER_TOKEN = 4;
 const DEFAULT_WINDOW_RUNS = 16;
+/**
+ * An ingest run asks for another copy of the encoder (`EmbedOptions.moreCopies`) when at least
+ * this many runs of stored texts wait behind it for each run it may have out: ingest is then
+ * waiting on the encoder, and a run of stored texts takes as long on a second core. A single Add
+ * (up to ~50 texts a run) never reaches it; 32 concurrent Adds of 20 messages (~12 runs) do at the
+ * second run. A query run asks for one only when the query waited behind a run of stored texts
+ * (what a second copy spares it). Query runs alone never do: a copy batches every query waiting
+ * into its next run, and at 32 Search clients on a 2-core machine one copy answered more Searches
+ * than two, whose split runs took the main thread's core (bench/README.md, "Encoder copies").
+ */
+export const WAITING_RUNS_PER_COPY = 2;
 
 /**
  * Texts waiting for the encoder, one FIFO per fairness key, served round-robin: a key that
@@ -147,6 +158,10 @@ export class BatchingEmbedder implements Embedder {
   /** Ingest runs cut from the last window, shortest texts first; the next ingest run is the first. */
   private staged: Item[][] = [];
   private inFlight = 0;
+  /** Ingest runs among those out. */
+  private ingestInFlight = 0;
+  /** A query was queued while every run out was taken and one of them held stored texts. */
+  private queryBehindIngest = false;
   private observer: BatchObserver | null = null;
 
   constructor(inner: Embedder, options: BatchingOptions = {}) {
@@ -187,6 +202,7 @@ export class BatchingEmbedder implements Embedder {
       const span = tracingEnabled() ? startSpan('memorypool.encode', { 'memorypool.encoder.texts': texts.length, 'memorypool.encoder.priority': options.priority ?? 'ingest' }) : NOOP_SPAN;
       const job: Job = { vectors: new Array(texts.length), remaining: texts.length, failed: false, resolve, reject, span };
       const queue = options.priority === 'query' ? this.urgent : this.normal;
+      if (queue === this.urgent && this.ingestInFlight > 0 && this.inFlight >= this.inFlightLimit()) this.queryBehindIngest = true;
       const queuedAt = performance.now();
       queue.push(
         options.key ?? '',
@@ -209,6 +225,7 @@ export class BatchingEmbedder implements Embedder {
       const batch = priority === 'query' ? this.urgent.take(this.queryRunTexts(limit), this.maxTokens) : this.nextIngestRun();
       if (batch.length === 0) return;
       this.inFlight++;
+      if (priority === 'ingest') this.ingestInFlight++;
       void this.run(batch, priority);
     }
   }
@@ -249,6 +266,23 @@ export class BatchingEmbedder implements Embedder {
     return this.staged.shift() ?? [];
   }
 
+  private runEnded(priority: 'query' | 'ingest'): void {
+    this.inFlight--;
+    if (priority === 'ingest') this.ingestInFlight--;
+    this.drain();
+  }
+
+  /** Whether a run going out should ask for another copy of the encoder (WAITING_RUNS_PER_COPY says when). */
+  private wantsMoreCopies(priority: 'query' | 'ingest'): boolean {
+    if (priority === 'query') {
+      const waited = this.queryBehindIngest;
+      this.queryBehindIngest = false;
+      return waited;
+    }
+    const waitingRuns = this.staged.length + Math.ceil(this.normal.tokens / this.maxTokens);
+    return waitingRuns >= WAITING_RUNS_PER_COPY * this.inFlightLimit();
+  }
+
   /**
    * The next run starts before this one's callers are answered: their continuations (building
    * records, the store write) would otherwise keep the encoder idle while this thread runs them.
@@ -260,11 +294,10 @@ export class BatchingEmbedder implements Embedder {
     let vectors: Float32Array[];
     try {
       // A run is all queries or all stored texts, so a model's query prefix still applies.
-      // Ingest runs tell the encoder how many wait behind them: an encoder pool starts another copy on a backlog.
-      const waitingRuns = priority === 'ingest' ? this.staged.length + Math.ceil(this.normal.tokens / this.maxTokens) : undefined;
+      const moreCopies = this.wantsMoreCopies(priority);
       vectors = await this.inner.embed(
         batch.map((item) => item.text),
-        traced ? { priority, waitingRuns, onRun: (startMs, endMs) => (thread = [startMs, endMs]) } : { priority, waitingRuns },
+        traced ? { priority, moreCopies, onRun: (startMs, endMs) => (thread = [startMs, endMs]) } : { priority, moreCopies },
       );
     } catch (error) {
       for (const { job } of batch) {
@@ -278,12 +311,10 @@ export class BatchingEmbedder implements Embedder {
       this.urgent.dropFailed();
       this.normal.dropFailed();
       this.staged = this.staged.map((run) => run.filter((item) => !item.job.failed)).filter((run) => run.length > 0);
-      this.inFlight--;
-      this.drain();
+      this.runEnded(priority);
       return;
     }
-    this.inFlight--;
-    this.drain();
+    this.runEnded(priority);
     const finished = performance.now();
     this.observer?.batch(batch.length, batch.map((item) => started - item.queuedAt), finished - started);
     if (traced) traceRun(batch, priority, started, finished, thread);

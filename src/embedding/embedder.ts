@@ -51,8 +51,9 @@ export interface EmbedOptions {
    */
   onRun?: (startMs: number, endMs: number) => void;
   /**
-   * Runs of stored texts waiting behind this one (BatchingEmbedder sets it on its ingest runs): an
-   * encoder pool starts another copy when they are many (encoder-pool.ts).
+   * Set by BatchingEmbedder on a run when another copy of the encoder would have served it or
+   * what waits behind it sooner (stored texts queued deep, or a query that waited behind stored
+   * texts): an encoder pool then starts one, if it may (encoder-pool.ts).
    */
-  waitingRuns?: number;
+  moreCopies?: boolean;
 }

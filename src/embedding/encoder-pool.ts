@@ -1,17 +1,6 @@
 import type { EmbedOptions, Embedder } from './embedder.js';
 
 /**
- * Another copy starts when an ingest run is handed over with at least this many runs of stored
- * texts waiting behind it for each copy running: ingest is then waiting on the encoder, and a run
- * of stored texts takes as long on a second core. A single Add (up to ~50 texts a run) never
- * reaches it; 32 concurrent Adds of 20 messages (~12 runs) do at the second run. Query runs never
- * start a copy: a copy batches every query waiting into its next run, and at 32 Search clients on
- * a 2-core machine one copy answered more Searches than two, whose split runs took the main
- * thread's core (bench/README.md, "Encoder copies").
- */
-export const WAITING_RUNS_PER_COPY = 2;
-
-/**
  * Several copies of one encoder, each on a thread of its own (WorkerEmbedder), used as one: a
  * call goes to the copy with the fewest texts in flight. onnxruntime runs a session on the thread
  * that calls it, and one single-threaded session per core measured best (a session of two
@@ -20,14 +9,15 @@ export const WAITING_RUNS_PER_COPY = 2;
  * (`running`), queries first, so a query waits for the first copy to finish its run, never for a
  * queue.
  *
- * `ready()` resolves once the first copy has loaded. The others start one at a time, each on a
- * backlog of stored texts (`WAITING_RUNS_PER_COPY`), and take calls once loaded (~0.35 s for the
- * int8 model): a burst of Adds has its second copy within half a second, while a server that
- * mostly searches, or whose writes come a few at a time, never holds their model (~31 MiB of RSS
- * each with the int8 model; 7 of them on an 8-core machine) nor lets their threads take cores from
- * the main thread. A copy, once started, stays: the most memory the encoder takes is what it took
- * when every copy loaded at the start. `loadedAll()` starts and awaits every copy (a bench's bare
- * encoder).
+ * `ready()` resolves once the first copy has loaded. The others start one at a time, each when a
+ * call says another copy would have served it sooner (`EmbedOptions.moreCopies`: BatchingEmbedder
+ * asks on a backlog of stored texts, or for a query that waited behind them), and take calls once
+ * loaded (~0.35 s for the int8 model): a burst of Adds has its second copy within half a second,
+ * while a server that only searches, or whose writes come a few at a time and apart from its
+ * Searches, never holds their model (~31 MiB of RSS each with the int8 model; 7 of them on an
+ * 8-core machine) nor lets their threads take cores from the main thread. A copy, once started,
+ * stays: the most memory the encoder takes is what it took when every copy loaded at the start.
+ * `loadedAll()` starts and awaits every copy (a bench's bare encoder).
  */
 export class EncoderPool implements Embedder {
   readonly modelId: string;
@@ -109,7 +99,7 @@ export class EncoderPool implements Embedder {
   async embed(texts: readonly string[], options: EmbedOptions = {}): Promise<Float32Array[]> {
     if (texts.length === 0) return [];
     if (!this.loaded[0]) await this.ready();
-    if ((options.waitingRuns ?? 0) >= WAITING_RUNS_PER_COPY * this.running && options.priority !== 'query' && this.loading === null && this.started < this.copies.length) this.startNext();
+    if (options.moreCopies === true && this.loading === null && this.started < this.copies.length) this.startNext();
     let chosen = 0;
     for (let i = 1; i < this.copies.length; i++) if (this.loaded[i] && this.textsInFlight[i] < this.textsInFlight[chosen]) chosen = i;
     this.textsInFlight[chosen] += texts.length;

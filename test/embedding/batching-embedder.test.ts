@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BatchingEmbedder } from '../../src/embedding/batching-embedder.js';
+import { BatchingEmbedder, WAITING_RUNS_PER_COPY } from '../../src/embedding/batching-embedder.js';
 import type { Embedder } from '../../src/embedding/embedder.js';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 
@@ -141,8 +141,8 @@ describe('BatchingEmbedder', () => {
     await Promise.all(Array.from({ length: 12 }, (_, i) => one.embed([`query ${i}`], { priority: 'query' })));
     expect(single.calls.map((call) => call.length)).toEqual([1, 11]);
   });
-  it('tells the encoder how many runs of stored texts wait behind each ingest run, and nothing of the sort for queries', async () => {
-    const seen: Array<[number, string | undefined, number | undefined]> = [];
+  it('asks for another encoder copy on a backlog of stored texts, and for a query that waited behind them, never for queries alone', async () => {
+    const seen: Array<[number, string | undefined, boolean | undefined]> = [];
     const inner = new RecordingEmbedder();
     const recording: Embedder = {
       modelId: 'recording',
@@ -150,22 +150,34 @@ describe('BatchingEmbedder', () => {
       ready: async () => undefined,
       close: async () => undefined,
       embed: async (texts, options) => {
-        seen.push([texts.length, options?.priority, options?.waitingRuns]);
+        seen.push([texts.length, options?.priority, options?.moreCopies]);
         return inner.embed(texts);
       },
     };
-    // Runs of 4 texts at most; every text costs 2 + 1 estimated tokens ("xxxx" is 4 characters).
+    // Runs of 4 texts at most (their tokens are far below the cap), one run out at a time.
     const embedder = new BatchingEmbedder(recording, { maxTexts: 4, maxInFlight: () => 1, windowRuns: 1 });
-    const first = embedder.embed(['xxxx']);
-    // Queued while the first run is out: 10 texts, 3 runs of 4 at most (30 tokens against maxTokens 2048: runs cut by texts).
-    const rest = embedder.embed(Array.from({ length: 10 }, () => 'xxxx'));
-    const query = embedder.embed(['q'], { priority: 'query' });
+    const stored = (count: number) => Array.from({ length: count }, () => 'xxxx');
+    // Queries alone, however many wait: no ask.
+    await Promise.all([embedder.embed(['q1'], { priority: 'query' }), embedder.embed(['q2'], { priority: 'query' }), embedder.embed(['q3'], { priority: 'query' })]);
+    expect(seen.map(([, , more]) => more)).toEqual([false, false]);
+    seen.length = 0;
+    // One run out, then 13 texts queued behind it: what waits is counted in runs of the token cap
+    // (the texts' 39 tokens are one, below WAITING_RUNS_PER_COPY × 1), so no ask.
+    await Promise.all([embedder.embed(['xxxx']), embedder.embed(stored(13))]);
+    expect(seen.every(([, , more]) => more === false)).toBe(true);
+    seen.length = 0;
+    // With a token cap of 3 texts' worth, 10 texts queued behind a run are 4 runs waiting: an ask;
+    // a query queued while that run is out waited behind stored texts: an ask too.
+    const small = new BatchingEmbedder(recording, { maxTexts: 4, maxTokens: 9, maxInFlight: () => 1, windowRuns: 1 });
+    const first = small.embed(['xxxx']);
+    const rest = small.embed(stored(10));
+    const query = small.embed(['q'], { priority: 'query' });
     await Promise.all([first, rest, query]);
-    expect(seen[0]).toEqual([1, 'ingest', 0]);
-    expect(seen[1]).toEqual([1, 'query', undefined]);
-    // What is left when each ingest run goes out, in runs of the token cap (a part of one counts as one): 6 texts, 2, none.
-    expect(seen.slice(2).map(([texts, priority]) => [texts, priority])).toEqual([[4, 'ingest'], [4, 'ingest'], [2, 'ingest']]);
-    expect(seen.slice(2).map(([, , waiting]) => waiting)).toEqual([1, 1, 0]);
+    expect(seen.map(([texts, priority]) => [texts, priority])).toEqual([[1, 'ingest'], [1, 'query'], [3, 'ingest'], [3, 'ingest'], [3, 'ingest'], [1, 'ingest']]);
+    // The first run went out alone (nothing behind it yet); the query had waited behind it; then
+    // 7, 4 and 1 texts were left behind the runs (3, 2 and 1 runs of 3): asks while 2 or more wait.
+    expect(seen.map(([, , more]) => more)).toEqual([false, true, true, true, false, false]);
+    expect(WAITING_RUNS_PER_COPY).toBe(2);
   });
 
   it('queues any number of texts per key: a second flood joins the first, every caller gets its vectors', async () => {

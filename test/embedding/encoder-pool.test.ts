@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { localEncoderStack } from '../../src/embedding/create-embedder.js';
 import type { EmbedOptions, Embedder } from '../../src/embedding/embedder.js';
-import { EncoderPool, WAITING_RUNS_PER_COPY } from '../../src/embedding/encoder-pool.js';
+import { EncoderPool } from '../../src/embedding/encoder-pool.js';
 import { HashEmbedder } from '../../src/embedding/hash-embedder.js';
 import { OnnxEmbedder } from '../../src/embedding/onnx-embedder.js';
 
@@ -71,7 +71,7 @@ describe('EncoderPool', () => {
     expect(copies.every((copy) => copy.closed)).toBe(true);
   });
 
-  it('is ready once its first copy has loaded, and starts no other copy without a backlog of stored texts', async () => {
+  it('is ready once its first copy has loaded, and starts no other copy unless a call asks for one', async () => {
     const copies = [new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
     const started = copies.map(() => false);
     copies.forEach((copy, i) => {
@@ -89,9 +89,8 @@ describe('EncoderPool', () => {
     await pool.ready();
     await sleep(1);
     expect(copies[0]!.calls).toEqual([['waits for the first copy']]);
-    // A run with one run waiting behind it, and queries with many: no second copy.
-    const ingest = pool.embed(['stored'], { waitingRuns: 1 });
-    const query = pool.embed(['query'], { priority: 'query', waitingRuns: 10 });
+    const ingest = pool.embed(['stored']);
+    const query = pool.embed(['query'], { priority: 'query', moreCopies: false });
     await sleep(1);
     copies[0]!.release();
     await Promise.all([early, ingest, query]);
@@ -99,7 +98,7 @@ describe('EncoderPool', () => {
     expect(pool.copiesRunning()).toBe(1);
   });
 
-  it('starts another copy on a backlog of stored texts, one at a time, and sends it calls once it has loaded', async () => {
+  it('starts another copy when a call asks for one, one at a time, and sends it calls once it has loaded', async () => {
     const copies = [new HeldEmbedder(), new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
     const started = copies.map(() => false);
     copies.forEach((copy, i) => {
@@ -108,10 +107,9 @@ describe('EncoderPool', () => {
     });
     const pool = new EncoderPool(copies);
     await pool.ready();
-    // Two runs waiting for the one copy running: the second copy starts loading.
-    const first = pool.embed(['a'], { priority: 'ingest', waitingRuns: WAITING_RUNS_PER_COPY });
-    // While it loads, a larger backlog starts no third copy, and calls still go to the first.
-    const second = pool.embed(['b'], { waitingRuns: 10 });
+    const first = pool.embed(['a'], { priority: 'ingest', moreCopies: true });
+    // While it loads, another ask starts no third copy, and calls still go to the first.
+    const second = pool.embed(['b'], { moreCopies: true });
     await sleep(1);
     expect(started).toEqual([true, true, false]);
     expect(copies[0]!.calls).toEqual([['a'], ['b']]);
@@ -119,12 +117,12 @@ describe('EncoderPool', () => {
     await sleep(1);
     expect(pool.copiesRunning()).toBe(2);
     expect(pool.running).toBe(2);
-    const third = pool.embed(['c'], { waitingRuns: 3 });
+    const third = pool.embed(['c']);
     await sleep(1);
-    // To the idle second copy; 3 runs waiting for 2 copies is below the threshold for a third.
+    // To the idle second copy.
     expect(copies[1]!.calls).toEqual([['c']]);
     expect(started).toEqual([true, true, false]);
-    const fourth = pool.embed(['d'], { waitingRuns: 2 * WAITING_RUNS_PER_COPY });
+    const fourth = pool.embed(['d'], { priority: 'query', moreCopies: true });
     await sleep(1);
     expect(started).toEqual([true, true, true]);
     copies[2]!.load();
