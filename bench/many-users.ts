@@ -263,8 +263,10 @@ async function measureStore(run: StoreRun) {
     // shared: a ratio of two phases run one after the other would be the neighbours' drift).
     const [oneUser, randomUsers] = await alternated(server, client, '/search', checkSearch, [() => search(warmUser), () => search(pick())], { ms: (plan.concurrentSeconds * 1000) / ROUNDS });
     const cache = (await getJson<{ cache?: { users: number; estimated_bytes: number; budget_bytes: number | null } }>(client, '/mem/stats'))?.cache ?? null;
+    // The RSS above holds as many copies of the model as the server had started (encoder-pool.ts): none of this phase is ingest.
+    const encoderCopies = await metricValue(client, 'memorypool_encoder_copies');
     progress(`${label}: ${CLIENTS} clients, one warm user: ${oneUser.load.per_s} req/s, p50 ${oneUser.load.latency_ms.p50} ms, p99 ${oneUser.load.latency_ms.p99} ms (${cpuText(oneUser.cpu)})`);
-    progress(`${label}: ${CLIENTS} clients, random users: ${randomUsers.load.per_s} req/s, p50 ${randomUsers.load.latency_ms.p50} ms, p99 ${randomUsers.load.latency_ms.p99} ms, max RSS ${randomUsers.max_rss_mb} MiB, ${cache?.users ?? '?'} users cached (${cpuText(randomUsers.cpu)})`);
+    progress(`${label}: ${CLIENTS} clients, random users: ${randomUsers.load.per_s} req/s, p50 ${randomUsers.load.latency_ms.p50} ms, p99 ${randomUsers.load.latency_ms.p99} ms, max RSS ${randomUsers.max_rss_mb} MiB with ${encoderCopies ?? '?'} encoder copies, ${cache?.users ?? '?'} users cached (${cpuText(randomUsers.cpu)})`);
 
     // Adds: to one user and to random users, in turns as well.
     const addBody = (userId: string, n: number) => ({
@@ -315,7 +317,7 @@ async function measureStore(run: StoreRun) {
       cold_first_search_ms: coldStats,
       warm_search_ms: warmStats,
       search_one_user: summarizeLoad(oneUser),
-      search_random_users: { ...summarizeLoad(randomUsers), max_rss_mb: randomUsers.max_rss_mb, cache, cache_hit_rate_estimate: cache ? round(cache.users / run.users.length, 4) : null },
+      search_random_users: { ...summarizeLoad(randomUsers), max_rss_mb: randomUsers.max_rss_mb, encoder_copies: encoderCopies, cache, cache_hit_rate_estimate: cache ? round(cache.users / run.users.length, 4) : null },
       adds_one_user: summarizeLoad(addsOne),
       adds_random_users: summarizeLoad(addsRandom),
       delete_user_ms: deleteStats,
@@ -433,6 +435,12 @@ async function getJson<T>(client: LoopbackClient, route: string): Promise<T | nu
   }
 }
 
+/** One unlabelled sample of `/metrics`, or null when the server has no such figure. */
+async function metricValue(client: LoopbackClient, name: string): Promise<number | null> {
+  const line = (await client.get('/metrics', 10_000)).text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
+  return line === undefined ? null : Number(line.slice(name.length + 1));
+}
+
 function counted<T>(count: number, body: () => T): () => T | undefined {
   let sent = 0;
   return () => (sent++ < count ? body() : undefined);
@@ -503,7 +511,7 @@ function summarize(plan: ManyUsersPlan, stores: StoreResult[]) {
       row('cold_search_p50', `${k}: a cold user's first Search p50 <= a warm Search p50 + 10 ms`, s.cold_first_search_ms.p50, 'ms', coldLimit, `cold p50 ${s.cold_first_search_ms.p50} ms, warm p50 ${s.warm_search_ms.p50} ms`),
       row('cold_search_p99', `${k}: a cold user's first Search p99 <= 50 ms`, s.cold_first_search_ms.p99, 'ms', 50, `${s.cold_first_search_ms.count} cold users`),
       row('random_search', `${k}: random-user Search req/s at ${CLIENTS} clients >= 0.5 x one warm user's`, s.search_random_users.per_s / s.search_one_user.per_s, 'ratio', 0.5, `${s.search_random_users.per_s} against ${s.search_one_user.per_s} req/s`, true),
-      row('rss', `${k}: RSS during random-user Searches <= the cache budget + 300 MiB`, s.search_random_users.max_rss_mb, 'MiB', s.cache_mb + 300, `max RSS ${s.search_random_users.max_rss_mb} MiB, budget ${s.cache_mb} MiB`),
+      row('rss', `${k}: RSS during random-user Searches <= the cache budget + 300 MiB`, s.search_random_users.max_rss_mb, 'MiB', s.cache_mb + 300, `max RSS ${s.search_random_users.max_rss_mb} MiB, budget ${s.cache_mb} MiB, ${s.search_random_users.encoder_copies ?? '?'} encoder copies`),
       row('random_adds', `${k}: random-user Adds/s at ${CLIENTS} clients >= 0.8 x Adds to one user`, s.adds_random_users.per_s / s.adds_one_user.per_s, 'ratio', 0.8, `${s.adds_random_users.per_s} against ${s.adds_one_user.per_s} Adds/s`, true),
       row('health', `${k}: /health p50 <= 50 ms`, s.health.p50, 'ms', 50, `max ${s.health.max} ms`),
       row('stats', `${k}: /mem/stats p50 <= 500 ms`, s.stats.p50, 'ms', 500, `max ${s.stats.max} ms, ${s.stats.bytes} bytes`),
