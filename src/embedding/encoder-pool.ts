@@ -84,8 +84,9 @@ export class EncoderPool implements Embedder {
 
   private startNext(): void {
     const index = this.started++;
-    this.loading = this.copies[index]
-      .ready()
+    // Through a promise: a copy that refuses at once (closed) must not fail the call that asked.
+    this.loading = Promise.resolve()
+      .then(() => this.copies[index].ready())
       .then(
         () => {
           this.loaded[index] = true;

@@ -132,6 +132,20 @@ describe('EncoderPool', () => {
     expect(pool.copiesRunning()).toBe(3);
   });
 
+  it('answers a call that asks for another copy even when that copy refuses to load', async () => {
+    const copies = [new HeldEmbedder(), new HeldEmbedder()];
+    copies[1]!.ready = () => {
+      throw new Error('closed');
+    };
+    const pool = new EncoderPool(copies);
+    await pool.ready();
+    const call = pool.embed(['a'], { moreCopies: true });
+    await sleep(1);
+    copies[0]!.release();
+    expect(await call).toHaveLength(1);
+    expect(pool.copiesRunning()).toBe(1);
+  });
+
   it('loads every copy on loadedAll()', async () => {
     const copies = [new HeldEmbedder(), new HeldEmbedder('held', false), new HeldEmbedder('held', false)];
     const pool = new EncoderPool(copies);
