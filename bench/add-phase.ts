@@ -6,7 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import type { Embedder } from '../src/embedding/embedder.js';
 import { denseText, splitIntoUnits } from '../src/ingest/message-units.js';
 import { cpuMsPer, cpuText } from './cpu-figures.js';
-import { checkAdd, round, runLoad, type Answer, type LoopbackClient } from './http-load.js';
+import { checkAdd, metricValue, round, runLoad, type Answer, type LoopbackClient } from './http-load.js';
 import { serverEncoderThreads } from './server-encoder.js';
 import { startCpuWatch, type CpuShare, type ServerProcess } from './server-process.js';
 import { strided, type AddBody } from './workload.js';
@@ -124,13 +124,9 @@ async function encoderCopiesUp(server: ServerProcess, client: LoopbackClient, bu
   const wanted = serverEncoderThreads();
   const started = performance.now();
   const sent = burst();
-  const copies = async (): Promise<number | null> => {
-    const line = (await client.get('/metrics', 10_000)).text.split('\n').find((candidate) => candidate.startsWith('memorypool_encoder_copies '));
-    return line === undefined ? null : Number(line.slice('memorypool_encoder_copies '.length));
-  };
   let ms: number | null = null;
   for (;;) {
-    const now = await copies();
+    const now = await metricValue(client, 'memorypool_encoder_copies');
     if (now === null) break;
     if (now >= wanted) {
       ms = round(performance.now() - started, 0);

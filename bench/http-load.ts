@@ -94,6 +94,12 @@ export class LoopbackClient {
   }
 }
 
+/** One unlabelled sample of the server's `/metrics` (`name value`), or null when it has no such figure. */
+export async function metricValue(client: LoopbackClient, name: string): Promise<number | null> {
+  const line = (await client.get('/metrics', 10_000)).text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
+  return line === undefined ? null : Number(line.slice(name.length + 1));
+}
+
 export interface LoadOptions<J> {
   client: LoopbackClient;
   path: string;

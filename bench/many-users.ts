@@ -27,7 +27,7 @@ import { JsonlMemoryStore } from '../src/store/jsonl-memory-store.js';
 import type { MemoryStore } from '../src/store/memory-store.js';
 import { PostgresStore } from '../src/store/postgres-store.js';
 import { cpuText } from './cpu-figures.js';
-import { checkAdd, checkSearch, latencyStats, LoopbackClient, round, runLoad, type Answer, type LoadResult } from './http-load.js';
+import { checkAdd, checkSearch, latencyStats, LoopbackClient, metricValue, round, runLoad, type Answer, type LoadResult } from './http-load.js';
 import { plannedUsers, writeManyUsers } from './many-users-store.js';
 import { ServerProcess, startCpuWatch, waitForFirstAnswer } from './server-process.js';
 import { startThrowawayPostgres, type ThrowawayPostgres } from './throwaway-postgres.js';
@@ -433,12 +433,6 @@ async function getJson<T>(client: LoopbackClient, route: string): Promise<T | nu
   } catch {
     return null;
   }
-}
-
-/** One unlabelled sample of `/metrics`, or null when the server has no such figure. */
-async function metricValue(client: LoopbackClient, name: string): Promise<number | null> {
-  const line = (await client.get('/metrics', 10_000)).text.split('\n').find((candidate) => candidate.startsWith(`${name} `));
-  return line === undefined ? null : Number(line.slice(name.length + 1));
 }
 
 function counted<T>(count: number, body: () => T): () => T | undefined {

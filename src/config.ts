@@ -22,7 +22,7 @@ export const DEFAULT_ENCODER_THREADS = 1;
 /**
  * The most copies of the local encoder, each a single-threaded session on a thread of its own: one
  * per core, so a server under ingest load encodes on every core (issue 20; the copies past the first
- * start only then, encoder-pool.ts). Capped at 8: past that, more
+ * start only then: batching-embedder.ts, WAITING_RUNS_PER_COPY). Capped at 8: past that, more
  * copies add memory (~31 MiB of RSS each with the int8 model) faster than a memory service needs encoders.
  * With several server processes the cores are shared out among them: one copy per core in all.
  */

@@ -22,8 +22,8 @@ export interface Embedder {
   observeBatches?(observer: BatchObserver): void;
   /**
    * Loads every part and resolves when each has, where `ready()` resolves earlier: an encoder pool
-   * is ready with its first copy and starts the others only when encoding keeps it busy
-   * (encoder-pool.ts). Wrappers pass it on.
+   * is ready with its first copy and starts the others only when a run asks for one
+   * (`EmbedOptions.moreCopies`, encoder-pool.ts). Wrappers pass it on.
    */
   loadedAll?(): Promise<void>;
   /** Copies of the model loaded and taking calls, where there are several (an encoder pool). Wrappers pass it on. */

@@ -70,7 +70,7 @@ export class ServiceMetrics {
     if (embedder.copiesRunning?.() !== undefined) {
       new Gauge({
         name: 'memorypool_encoder_copies',
-        help: 'Copies of the local encoder loaded (the first at the start, more while stored texts keep them busy, up to MEMORYPOOL_ENCODER_WORKERS)',
+        help: 'Copies of the local encoder loaded (the first at the start, more when stored texts queue up or a query waits behind them, up to MEMORYPOOL_ENCODER_WORKERS)',
         registers,
         collect: function () { this.set(embedder.copiesRunning?.() ?? 0); },
       });
