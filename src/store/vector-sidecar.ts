@@ -57,17 +57,27 @@ export function encodeSidecar(jsonl: Buffer, inode: number, seqs: readonly numbe
 
 /** The sidecar when it is whole and was built from exactly the first `covered` bytes of `jsonl`. */
 export function checkSidecar(file: Buffer, jsonl: Buffer): SidecarCheck {
+  const framed = frameSidecar(file);
+  if (framed.status === 'invalid') return framed;
+  const { covered } = framed.sidecar;
+  if (!coverFits(covered, jsonl.length, covered > 0 ? jsonl[covered - 1] : undefined)) return COVERS_MORE;
+  const hash = startDigest();
+  updateInChunks(hash, jsonl.subarray(0, covered));
+  return digestMatches(hash, file) ? framed : NOT_MATCHING;
+}
+
+/**
+ * The sidecar's fields when its frame holds (magic, sizes): what a load that reads the memories
+ * file in pieces (jsonl/covered-lines.ts) needs before it has the bytes the digest covers. Trust
+ * it only once `digestMatches` has said so for the covered bytes.
+ */
+export function frameSidecar(file: Buffer): SidecarCheck {
   if (file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) return { status: 'invalid', reason: 'not a vector sidecar' };
   const dimensions = file.readUInt32LE(8);
   const count = file.readUInt32LE(12);
   const covered = file.readDoubleLE(16);
   if (dimensions === 0 || file.length !== HEADER_BYTES + count * 4 + count * dimensions * 4) return { status: 'invalid', reason: 'truncated or of another size' };
-  if (!Number.isInteger(covered) || covered > jsonl.length || (covered > 0 && jsonl[covered - 1] !== 0x0a)) {
-    return { status: 'invalid', reason: 'covers more of the memories file than it holds now' };
-  }
-  if (!digest(jsonl.subarray(0, covered), file).equals(file.subarray(DIGEST_OFFSET, DIGEST_OFFSET + 32))) {
-    return { status: 'invalid', reason: 'does not match the memories file (rewritten since) or is damaged' };
-  }
+  if (!Number.isInteger(covered) || covered < 0) return COVERS_MORE;
   const seqsAt = file.byteOffset + HEADER_BYTES;
   // Typed views need aligned offsets; a large file read into its own buffer always is, a copy covers the rest.
   const aligned = seqsAt % 4 === 0 ? file : Buffer.from(file);
@@ -84,6 +94,24 @@ export function checkSidecar(file: Buffer, jsonl: Buffer): SidecarCheck {
   };
 }
 
+/** Whether a sidecar covering `covered` bytes can be of a memories file of `length` bytes whose byte before `covered` is `byteBefore`: whole lines of it. */
+export function coverFits(covered: number, length: number, byteBefore: number | undefined): boolean {
+  return covered <= length && (covered === 0 || byteBefore === 0x0a);
+}
+
+/** A digest to hand the covered bytes of the memories file to, in order, before `digestMatches`. */
+export function startDigest(): Hash {
+  return createHash('sha256');
+}
+
+/** Whether `file`'s digest is that of the memories bytes `hash` was given (it is spent after). */
+export function digestMatches(hash: Hash, file: Buffer): boolean {
+  return finishDigest(hash, file).equals(file.subarray(DIGEST_OFFSET, DIGEST_OFFSET + 32));
+}
+
+const COVERS_MORE: SidecarCheck = { status: 'invalid', reason: 'covers more of the memories file than it holds now' };
+const NOT_MATCHING: SidecarCheck = { status: 'invalid', reason: 'does not match the memories file (rewritten since) or is damaged' };
+
 /**
  * The counts a header states (records, covered JSONL bytes) and the inode of the JSONL it was
  * built from; null when it is no sidecar header. For counts only: nothing is hashed, and the
@@ -98,8 +126,13 @@ export const SIDECAR_HEADER_BYTES = HEADER_BYTES;
 
 /** SHA-256 of the JSONL prefix, the header's fields (sizes, inode) and the body: everything but the digest itself. */
 function digest(jsonl: Buffer, file: Buffer): Buffer {
-  const hash = createHash('sha256');
+  const hash = startDigest();
   updateInChunks(hash, jsonl);
+  return finishDigest(hash, file);
+}
+
+/** The digest of a hash already given the JSONL prefix: the header's fields and the body added. */
+function finishDigest(hash: Hash, file: Buffer): Buffer {
   hash.update(file.subarray(MAGIC.length, DIGEST_OFFSET));
   updateInChunks(hash, file.subarray(HEADER_BYTES));
   return hash.digest();

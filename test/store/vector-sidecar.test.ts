@@ -1,7 +1,7 @@
 import { appendFile, copyFile, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it, vi } from 'vitest';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
 import { encodeVector, type StoredRecord } from '../../src/store/stored-record.js';
 import { VECTOR_SIDECAR_FILE } from '../../src/store/vector-sidecar.js';
@@ -9,15 +9,41 @@ import { tempDir } from '../support/helper.js';
 
 const DIMENSIONS = 8;
 
+/** Loads that read a file in pieces, and those of them that the pieces served (the fast path, not a fallback). */
+const pieces = vi.hoisted(() => ({ reads: 0, served: 0 }));
+vi.mock('../../src/store/jsonl/covered-lines.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/store/jsonl/covered-lines.js')>();
+  return {
+    ...original,
+    readCoveredLines: async (...args: Parameters<typeof original.readCoveredLines>) => {
+      pieces.reads++;
+      const lines = await original.readCoveredLines(...args);
+      if (lines) pieces.served++;
+      return lines;
+    },
+  };
+});
+
 function vectorOf(seq: number): Float32Array {
   return Float32Array.from({ length: DIMENSIONS }, (_, i) => Math.sin(seq * 7 + i));
+}
+
+/**
+ * Each test runs twice: with short texts, whose files a load reads at once, and with texts long
+ * enough for files past READ_AT_ONCE_MAX_BYTES (512 KB at ten memories), which a load reads in
+ * pieces through the sidecar (src/store/jsonl/covered-lines.ts), several lines to a piece.
+ */
+let padding = '';
+
+function textOf(seq: number): string {
+  return `memory "${seq}", with a comma and a quote${padding}`;
 }
 
 function record(seq: number, userId = 'u', extra: Partial<StoredRecord> = {}): StoredRecord {
   return {
     id: `m${seq}`,
     user_id: userId,
-    text: `memory "${seq}", with a comma and a quote`,
+    text: textOf(seq),
     tags: [],
     importance: 0.5,
     source: 'add',
@@ -59,16 +85,27 @@ async function loadChecked(store: JsonlStore, userId = 'u'): Promise<Awaited<Ret
 
 const sidecarUnused = (lines: Array<Record<string, unknown>>): boolean => lines.some((line) => String(line.msg).includes('sidecar not used'));
 
-describe('the vector sidecar of the JSONL store', () => {
+describe.each([
+  { files: 'small files', pad: 0 },
+  { files: 'files read in pieces', pad: 60_000 },
+])('the vector sidecar of the JSONL store, $files', ({ pad }) => {
+  beforeEach(() => {
+    padding = ' and more'.repeat(pad / 9);
+    pieces.reads = 0;
+    pieces.served = 0;
+  });
+
   it('is written after a load and serves the next one: vectors are views of one slab, text and fields intact', async () => {
     const { store, lines } = await openStore();
     await store.append('u', records(0, 10));
     const first = await loadChecked(store);
     expect(await readdir(store.userDir('u'))).toContain(VECTOR_SIDECAR_FILE);
+    expect(pieces.reads).toBe(0);
     const second = await loadChecked(store);
     expect(sidecarUnused(lines)).toBe(false);
+    expect(pieces.served).toBe(pad === 0 ? 0 : 1);
     expect(second.records).toEqual(first.records);
-    expect(second.records[3].text).toBe('memory "3", with a comma and a quote');
+    expect(second.records[3].text).toBe(textOf(3));
     expect(second.records[3].model).toBe('m@1');
     const slab = second.vectors[0]!.buffer;
     expect(second.vectors.every((vector) => vector!.buffer === slab)).toBe(true);
@@ -162,7 +199,7 @@ describe('the vector sidecar of the JSONL store', () => {
     expect(lines.filter((line) => String(line.msg).includes('sidecar not used'))).toHaveLength(3);
   });
 
-  it('is not looked for when the file holds fewer lines than a sidecar is written for: a small user loads from the JSONL alone', async () => {
+  it.runIf(pad === 0)('is not looked for when the file holds fewer lines than a sidecar is written for: a small user loads from the JSONL alone', async () => {
     const { store, lines } = await openStore();
     await store.append('u', records(0, 3));
     // A file where a sidecar would be: looked at, it would be refused and the refusal logged.

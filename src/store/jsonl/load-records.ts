@@ -54,16 +54,18 @@ export interface MemoriesRead {
 export const READ_AT_ONCE_MAX_BYTES = 512 * 1024;
 
 /**
- * The user's memories file, whole; null when there is none. `atOnce`: a file of up to
- * READ_AT_ONCE_MAX_BYTES is read synchronously (a cold load, which must have the user before it
- * answers); never for a walk over many users, which would hold the event loop for all of them.
+ * The user's memories file read synchronously when it holds up to READ_AT_ONCE_MAX_BYTES (null:
+ * there is none), for a cold load, which must have the user before it answers; 'large' for a
+ * larger one, which the caller reads the usual way. Never for a walk over many users, which would
+ * hold the event loop for all of them.
  */
-export async function readMemories(layout: UserLayout, userId: string, { atOnce = false }: { atOnce?: boolean } = {}): Promise<MemoriesRead | null> {
+export function readMemoriesNow(layout: UserLayout, userId: string): MemoriesRead | null | 'large' {
+  return readSmallNow(layout.memoriesFile(userId));
+}
+
+/** The user's memories file, whole; null when there is none. */
+export async function readMemories(layout: UserLayout, userId: string): Promise<MemoriesRead | null> {
   const file = layout.memoriesFile(userId);
-  if (atOnce) {
-    const small = readSmallNow(file);
-    if (small !== 'large') return small;
-  }
   let handle: FileHandle | undefined;
   try {
     // One handle for both: the inode recorded in a sidecar (and the stamp) is that of the very bytes read.
@@ -205,12 +207,12 @@ export async function readWhole(handle: FileHandle, size: number): Promise<Buffe
   return readInto(handle, Buffer.allocUnsafeSlow(size));
 }
 
-/** Fills `buffer` from the file's start, in chunks; a file shorter than it gives the part read. */
-export async function readInto(handle: FileHandle, buffer: Buffer): Promise<Buffer> {
+/** Fills `buffer` from the file's byte `from` (its start by default), in chunks; a file shorter than that gives the part read. */
+export async function readInto(handle: FileHandle, buffer: Buffer, from = 0): Promise<Buffer> {
   const size = buffer.length;
   let read = 0;
   while (read < size) {
-    const { bytesRead } = await handle.read(buffer, read, Math.min(READ_CHUNK_BYTES, size - read), read);
+    const { bytesRead } = await handle.read(buffer, read, Math.min(READ_CHUNK_BYTES, size - read), from + read);
     if (bytesRead === 0) break;
     read += bytesRead;
   }

@@ -1,9 +1,11 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { decodeVectors, type StoredRecord } from '../stored-record.js';
-import { checkSidecar, SIDECAR_HEADER_BYTES, sidecarHeader, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
+import { checkSidecar, digestMatches, frameSidecar, SIDECAR_HEADER_BYTES, sidecarHeader, startDigest, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
+import { readCoveredLines } from './covered-lines.js';
+import { stampOf } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
 import { countLines } from './line-scanner.js';
-import { parseRepairing, readInto, readMemories, type LoadedUser } from './load-records.js';
+import { parseRepairing, readInto, readMemories, readMemoriesNow, type LoadedUser } from './load-records.js';
 import { incompleteAddStart, parseLines, readRecordLines } from './record-lines.js';
 import type { SidecarWriter } from './sidecar-writer.js';
 
@@ -59,12 +61,19 @@ function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | u
  * the background when the one there is missing or far behind.
  */
 export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, userId: string, repair: boolean): Promise<LoadedUnits | null> {
-  const read = await readMemories(layout, userId, { atOnce: true });
+  const now = readMemoriesNow(layout, userId);
+  let useSidecar = true;
+  if (now === 'large') {
+    const covered = await loadCovered(layout, sidecars, userId);
+    if (covered !== 'read whole' && covered !== 'no sidecar') return covered;
+    useSidecar = covered === 'read whole';
+  }
+  const read = now === 'large' ? await readMemories(layout, userId) : now;
   if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
   // A sidecar is written for a user of `minRecords` memories or more (a rewrite removes it), so a
   // file of fewer lines has none that could prove current: not looking spares a small user's load
   // an open that fails (~0.1 ms of the ~1.3 a cold user of 30 memories cost, bench/cold-user-load.ts).
-  const sidecar = countLines(read.content, sidecars.minRecords) >= sidecars.minRecords ? await readSidecar(layout, userId, read.content) : null;
+  const sidecar = useSidecar && countLines(read.content, sidecars.minRecords) >= sidecars.minRecords ? await readSidecar(layout, userId, read.content) : null;
   const fast = sidecar ? parseWithSidecar(read.content, userId, sidecar.sidecar) : null;
   if (fast) {
     const tail = fast.records.length - sidecar!.sidecar.count;
@@ -85,25 +94,114 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
   return { ...loaded, records, vectors };
 }
 
+/**
+ * A large user's load when its sidecar proves current, without the memories file in memory: the
+ * lines it covers read in pieces (covered-lines.ts), the vectors the sidecar's, the lines after it
+ * read and decoded. 'read whole' when the sidecar is good but its file should be read whole (a
+ * tail long enough for a new sidecar, which is built from the whole file's bytes; lines that do
+ * not parse, for the plain path to judge); 'no sidecar' when there is none that fits this file.
+ */
+async function loadCovered(layout: UserLayout, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | 'read whole' | 'no sidecar'> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(layout.memoriesFile(userId), 'r');
+    const stats = await handle.stat({ bigint: true });
+    const size = Number(stats.size);
+    // A tail this long gets a new sidecar, built from the whole file's bytes: decided on the header, before the body is read.
+    const accept = (header: { covered: number }) => header.covered > size || size - header.covered < header.covered / 8;
+    // The vectors are read while the memories file is: the reads overlap the parse.
+    const file = stats.isFile() ? await readSidecarFile(layout, userId, { accept, vectorsLater: true }) : null;
+    if (file === 'declined') return 'read whole';
+    if (!file) return 'no sidecar';
+    const framed = frameSidecar(file.bytes);
+    if (framed.status === 'invalid') return notUsed(layout, userId, framed.reason);
+    const { sidecar } = framed;
+    if (sidecar.covered > size) return notUsed(layout, userId, 'covers more of the memories file than it holds now');
+    const digest = startDigest();
+    const covered = await readCoveredLines(handle, sidecar, userId, digest);
+    if (!covered) return 'read whole';
+    if (!(await file.whole)) return notUsed(layout, userId, 'truncated or of another size');
+    if (!digestMatches(digest, file.bytes)) return notUsed(layout, userId, 'does not match the memories file (rewritten since) or is damaged');
+    const rest = await readInto(handle, Buffer.allocUnsafeSlow(size - sidecar.covered), sidecar.covered);
+    const tail = parseLines(rest, 0, rest.length, userId);
+    if (tail.rejected.length > 0) return 'read whole';
+    const records: StoredRecord[] = covered.records;
+    const vectors: Array<Float32Array | null> = covered.vectors;
+    const tailVectors = decodeVectors(tail.records.map((record) => record.vec));
+    for (const [i, { vec: _vec, ...record }] of tail.records.entries()) {
+      records.push(record);
+      vectors.push(tailVectors[i]);
+    }
+    // An Add cut short: the plain path decides what to quarantine.
+    if (incompleteAddStart(records) !== -1) return 'read whole';
+    return { records, vectors, quarantined: 0, stamp: stampOf(stats), bytes: size, release: releaser(sidecars, userId, file.slab) };
+  } catch {
+    // The plain path reads the file again and reports what is wrong with it.
+    return 'read whole';
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+function notUsed(layout: UserLayout, userId: string, reason: string): 'no sidecar' {
+  layout.logger.info({ user_dir: layout.userDir(userId), reason }, 'vector sidecar not used: decoding the vectors from the memories file');
+  return 'no sidecar';
+}
+
 /** The sidecar when it proves to be built from this very file (read into a slab `release` can free), else null (the reason logged). */
 async function readSidecar(layout: UserLayout, userId: string, content: Buffer): Promise<{ sidecar: VectorSidecar; slab: ArrayBuffer } | null> {
-  let read: { bytes: Buffer; slab: ArrayBuffer };
+  const read = await readSidecarFile(layout, userId);
+  if (!read || read === 'declined') return null;
+  const checked = checkSidecar(read.bytes, content);
+  if (checked.status === 'valid') return { sidecar: checked.sidecar, slab: read.slab };
+  notUsed(layout, userId, checked.reason);
+  return null;
+}
+
+/** A sidecar file read into a slab `release` can free. */
+interface SidecarFile {
+  bytes: Buffer;
+  slab: ArrayBuffer;
+  /** Resolves once every byte is in `bytes` (at once, unless the vectors were asked for later): false when the file ended short. */
+  whole: Promise<boolean>;
+}
+
+/**
+ * The user's sidecar file; null when there is none (or it cannot be read); 'declined' when
+ * `accept` refuses its header (what is no sidecar's header is left to the caller's check). With
+ * `vectorsLater` only the header and the seqs are read before this resolves and the vectors, most
+ * of the file, are read meanwhile, while the caller reads the memories file (`whole` says when).
+ */
+async function readSidecarFile(
+  layout: UserLayout,
+  userId: string,
+  options: { accept?: (header: { count: number; covered: number }) => boolean; vectorsLater?: boolean } = {},
+): Promise<SidecarFile | 'declined' | null> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(layout.userFile(userId, VECTOR_SIDECAR_FILE), 'r');
     // The header's count picks the slab's kind: no scan of the memories file on this, the fast path.
-    const count = sidecarHeader(await readInto(handle, Buffer.alloc(SIDECAR_HEADER_BYTES)))?.count ?? 0;
-    const buffer = releasableBuffer((await handle.stat()).size, count);
-    read = { bytes: await readInto(handle, buffer.bytes), slab: buffer.slab };
+    const header = sidecarHeader(await readInto(handle, Buffer.alloc(SIDECAR_HEADER_BYTES)));
+    if (header && options.accept && !options.accept(header)) return 'declined';
+    const count = header?.count ?? 0;
+    const size = (await handle.stat()).size;
+    const buffer = releasableBuffer(size, count);
+    const first = options.vectorsLater ? Math.min(size, SIDECAR_HEADER_BYTES + count * 4) : size;
+    const head = await readInto(handle, buffer.bytes.subarray(0, first));
+    if (head.length < first || first === size) return { bytes: head.length < first ? head : buffer.bytes, slab: buffer.slab, whole: Promise.resolve(true) };
+    const reading = handle;
+    handle = undefined;
+    const whole = readInto(reading, buffer.bytes.subarray(first), first).then(
+      (rest) => rest.length === size - first,
+      () => false,
+    );
+    void whole.finally(() => reading.close().catch(() => undefined));
+    return { bytes: buffer.bytes, slab: buffer.slab, whole };
   } catch {
     return null;
   } finally {
     await handle?.close().catch(() => undefined);
   }
-  const checked = checkSidecar(read.bytes, content);
-  if (checked.status === 'valid') return { sidecar: checked.sidecar, slab: read.slab };
-  layout.logger.info({ user_dir: layout.userDir(userId), reason: checked.reason }, 'vector sidecar not used: decoding the vectors from the memories file');
-  return null;
 }
 
 /**
