@@ -24,6 +24,7 @@ import { isExpired } from '../domain/scope.js';
 import { listPage, listUsersPage, type ListPage } from './list-pages.js';
 import { sweepExpired, type SweepCursor } from './expiry-sweep.js';
 import { MEMORY_TEXT, QUERY_TEXT, tracingEnabled, USER_ID, withSpan, type Attributes } from '../telemetry/tracing.js';
+import { prepareSearchTables } from './search-tables.js';
 import { ChangeFeed, type ChangesPage, type ChangesRequest } from './change-feed.js';
 import type { DeliveryTiming } from '../webhooks/hook-delivery.js';
 import { WebhookDeliverer, type WebhookStatus } from '../webhooks/webhook-deliverer.js';
@@ -157,8 +158,17 @@ export class MemoryService {
 
   static async open(options: MemoryServiceOptions): Promise<MemoryService> {
     const service = new MemoryService(options);
-    // The model loads on the encoder's thread meanwhile.
-    await Promise.all([service.store.init(), service.embedder.ready()]);
+    // The model loads on the encoder's thread meanwhile; a server's main thread, idle until it
+    // has, prepares what its first Search would otherwise load in that Search.
+    const ready = Promise.all([service.store.init(), service.embedder.ready()]);
+    try {
+      if (service.preload) prepareSearchTables(service.weights);
+    } catch (error) {
+      // WordNet unreadable (MEMORYPOOL_WORDNET_DIR): every Search would fail on it, so the start does.
+      ready.catch(() => undefined);
+      throw error;
+    }
+    await ready;
     // Serving starts at once: a request loads its own user; counting and loading the others wait
     // (see warmUp), so that nothing the start does scales with the size of the pool.
     if (service.preload) service.background = service.warmUp();
