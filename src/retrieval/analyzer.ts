@@ -8,17 +8,23 @@
  * reports for the model's lexicon), frozen here so that analyzing needs no wink document at all;
  * test/retrieval/analyzer.test.ts checks it against wink.
  */
-import winkNLP from 'wink-nlp';
-import model from 'wink-eng-lite-web-model';
+import { createRequire } from 'node:module';
+import type winkNLP from 'wink-nlp';
 
 /** Bump whenever analyze() can return different terms for the same text: indexes cache its output. */
 export const ANALYZER_VERSION = 'analyzer-1';
 
-const porter2 = model.addons.stem;
-if (typeof porter2 !== 'function') {
-  throw new Error('wink-eng-lite-web-model no longer provides addons.stem (the Porter2 stemmer)');
+const require = createRequire(import.meta.url);
+
+/**
+ * The model's Porter2 stemmer on its own (the very module the model hands out as `addons.stem`,
+ * test/retrieval/analyzer.test.ts checks): the model itself costs ~150 ms and ~19 MB of RSS to load
+ * and only sentence detection needs it, so a process that only searches never loads it.
+ */
+const stemWord = require('wink-eng-lite-web-model/dist/porter-stemmer.js') as (word: string) => string;
+if (typeof stemWord !== 'function') {
+  throw new Error('wink-eng-lite-web-model no longer provides dist/porter-stemmer.js (the Porter2 stemmer)');
 }
-const stemWord = porter2 as (word: string) => string;
 
 /**
  * wink-eng-lite-web-model 1.8.1's stop words, minus "may": as the month it is the whole point of
@@ -245,9 +251,13 @@ export function analyze(text: string): string[] {
 type WinkNlp = ReturnType<typeof winkNLP>;
 let sentenceReader: WinkNlp | undefined;
 
-// Built on first use: it costs ~70 ms and ~20 MB, which analyze() never needs.
+/**
+ * wink-nlp with its model, loaded and built at the first sentence split (an Add's): ~150 ms and
+ * ~19 MB of RSS to load the model, ~180 ms and ~33 MB more to build the reader (2-vCPU dev VM),
+ * none of which analyze() needs.
+ */
 function sentenceNlp(): WinkNlp {
-  sentenceReader ??= winkNLP(model, ['sbd']);
+  sentenceReader ??= (require('wink-nlp') as typeof winkNLP)(require('wink-eng-lite-web-model') as Parameters<typeof winkNLP>[0], ['sbd']);
   return sentenceReader;
 }
 

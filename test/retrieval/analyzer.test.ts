@@ -1,7 +1,11 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import winkNLP, { type ItsFunction } from 'wink-nlp';
 import model from 'wink-eng-lite-web-model';
 import { analyze, splitSentences, ANALYZER_VERSION, WINK_STOP_WORDS_WITHOUT_MAY } from '../../src/retrieval/analyzer.js';
+import { assertBuilt, COMPILED_MAIN } from '../support/compiled.js';
 
 describe('analyze', () => {
   it('lowercases, stems, and drops stop words and punctuation', () => {
@@ -117,6 +121,22 @@ describe('analyze', () => {
     const stem = nlp.its.stem as unknown as ItsFunction<string>;
     const winkStems = doc.tokens().out(stem) as string[];
     expect(words.flatMap((word) => analyze(word))).toEqual(winkStems);
+  });
+
+  it("loads wink's model only to split sentences: a process that analyzes and searches never does", async () => {
+    await assertBuilt();
+    const analyzer = pathToFileURL(path.join(path.dirname(COMPILED_MAIN), 'retrieval/analyzer.js')).href;
+    // In a process of its own, whose module cache no other test has filled.
+    const probe = `
+      import { createRequire } from 'node:module';
+      const { analyze, splitSentences } = await import(${JSON.stringify(analyzer)});
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((file) => file.endsWith('wink-eng-lite-web-model/dist/model.js'));
+      const terms = analyze('Caroline went running with her studies');
+      const before = loaded();
+      const sentences = splitSentences('One sentence. And another one!');
+      console.log(JSON.stringify({ terms, before, sentences, after: loaded() }));`;
+    const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8' })) as Record<string, unknown>;
+    expect(out).toEqual({ terms: ['carolin', 'went', 'run', 'studi'], before: false, sentences: ['One sentence.', 'And another one!'], after: true });
   });
 
   it('has a version string for index caches', () => {
