@@ -37,11 +37,12 @@ const MB = 1024 * 1024;
 const TOP_K = 10;
 const CLIENTS = 32;
 /**
- * Bumped when many-users-store.ts writes something else, or a kept store must not be reused: v1
- * stores took each run's Adds into the one-user phase's user (7,326 memories after ~38 runs, not
- * "a warm user of the same size"); v2 was written with stored unit features (reverted).
+ * Bumped when a kind of store is written otherwise, or a kept store must not be reused: v1 stores
+ * took each run's Adds into the one-user phase's user (7,326 memories after ~38 runs, not "a warm
+ * user of the same size"); v2 was written with stored unit features (reverted); PostgreSQL's v3
+ * kept every vector in the TOAST table (schema migration 8 keeps new rows' vectors in the row).
  */
-const STORE_VERSION = 3;
+const STORE_VERSIONS: Record<Kind, number> = { jsonl: 3, postgres: 4 };
 /** V8's heap beyond the cache budget, as README "Sizing the cache" tells a server with a budget to run. */
 const HEAP_HEADROOM_MB = 160;
 const RUN = Date.now().toString(36);
@@ -105,7 +106,7 @@ export async function measureManyUsers(options: ManyUsersOptions) {
   const memories = users.reduce((sum, user) => sum + user.memories, 0);
   const results = [];
   for (const kind of options.stores ?? (['jsonl', 'postgres'] as const)) {
-    const key = `${kind}-u${plan.users}-s${plan.seed}-v${STORE_VERSION}`;
+    const key = `${kind}-u${plan.users}-s${plan.seed}-v${STORE_VERSIONS[kind]}`;
     const marker = path.join(storesDir, `${key}.written`);
     let postgres: ThrowawayPostgres | null = null;
     try {

@@ -55,6 +55,33 @@ describe('PostgreSQL migrations', () => {
     expect(await again.history('old-user', 'm-old')).toHaveLength(1);
   });
 
+  it("keeps each memory's vector in its row (migration 8): nothing in the memories' TOAST tables", async () => {
+    const url = await freshDatabase();
+    const store = new PostgresStore({ url, logger: silentLogger() });
+    register(() => store.close());
+    await store.init();
+    // The 512-dimensional model's 2 KB vectors, a row of ~2.6 KB: past the 2 KB at which PostgreSQL would move the vector out.
+    const vectorOf = (i: number) => new Float32Array(512).map((_, d) => Math.sin(i * 7 + d));
+    for (let user = 0; user < 8; user++) {
+      await store.append(
+        `user-${user}`,
+        Array.from({ length: 20 }, (_, i) => ({
+          record: { id: `m-${user}-${i}`, user_id: `user-${user}`, text: `memory ${i} of user ${user}, a sentence of ordinary length about the weekend`, tags: [], importance: 0.5, source: 'add' as const, created_at: '2024-05-01T10:00:00.000Z', model: 'm1' },
+          vector: vectorOf(i),
+        })),
+      );
+    }
+    const [unit] = (await store.load('user-3')).units;
+    expect(Array.from(unit.vector!)).toEqual(Array.from(vectorOf(0)));
+    await withClient(url, async (client) => {
+      const { rows } = await client.query<{ partitions: string; set: string; toast: string }>(
+        `SELECT count(*) AS partitions, count(*) FILTER (WHERE 'toast_tuple_target=8160' = ANY (reloptions)) AS set, sum(pg_relation_size(reltoastrelid)) AS toast
+           FROM pg_class WHERE relname ~ '^memories_p[0-9]+$'`,
+      );
+      expect(rows[0]).toEqual({ partitions: '16', set: '16', toast: '0' });
+    });
+  });
+
   it('refuses a database migrated by a newer build, changing nothing', async () => {
     const url = await freshDatabase();
     const store = new PostgresStore({ url, logger: silentLogger() });
