@@ -101,7 +101,7 @@ describe('MemoryService on PostgreSQL', () => {
       expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual(
         MIGRATIONS.map((migration) => ({ version: migration.version })),
       );
-      expect(MIGRATIONS.map((migration) => migration.version)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+      expect(MIGRATIONS.map((migration) => migration.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
     });
   });
 });
