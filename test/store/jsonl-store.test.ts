@@ -1,10 +1,11 @@
-import { appendFile, readFile, readdir, writeFile } from 'node:fs/promises';
+import { appendFile, open, readFile, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { JsonlStore } from '../../src/store/jsonl-store.js';
-import { indexIn, LineCounter } from '../../src/store/jsonl/line-scanner.js';
+import { readLines } from '../../src/store/jsonl/file-pieces.js';
+import { indexIn } from '../../src/store/jsonl/line-scanner.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
 import { tempDir } from '../support/helper.js';
 
@@ -109,18 +110,42 @@ describe('JsonlStore', () => {
   });
 });
 
-describe('LineCounter (counting a file larger than one read, a piece at a time)', () => {
-  it('counts the whole non-empty lines as one buffer would, wherever the pieces are cut', () => {
-    fc.assert(
-      fc.property(fc.array(fc.constantFrom('a', 'b', '\n'), { maxLength: 60 }), fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 6 }), (chars, cuts) => {
+describe('readLines (a file a piece at a time, as runs of whole lines)', () => {
+  it('hands over exactly the whole lines between the bounds, in order, wherever pieces cut them, lines longer than a piece included', async () => {
+    const file = path.join(await tempDir(), 'lines');
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom('a', 'b', 'é', '\n'), { maxLength: 80 }), fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 80 }), async (chars, pieceBytes, cut) => {
         const bytes = Buffer.from(chars.join(''));
-        const whole = chars.join('').split('\n').slice(0, -1).filter((line) => line !== '').length;
-        const counter = new LineCounter();
-        const at = [0, ...cuts.map((cut) => Math.min(cut, bytes.length)).sort((a, b) => a - b), bytes.length];
-        for (let i = 0; i + 1 < at.length; i++) counter.push(bytes.subarray(at[i], at[i + 1]));
-        expect(counter.count).toBe(whole);
+        // `from` a line's start, `to` anywhere (a line under way past it).
+        const starts = [0, ...[...bytes.keys()].filter((i) => bytes[i - 1] === 10)];
+        const from = starts[Math.min(cut % starts.length, starts.length - 1)]!;
+        const to = Math.max(from, Math.min(bytes.length, from + cut));
+        await writeFile(file, bytes);
+        const handle = await open(file, 'r');
+        try {
+          const runs: Buffer[] = [];
+          const read = await readLines(handle, from, to, { lines: (buffer, end) => (runs.push(Buffer.from(buffer.subarray(0, end))), true) }, pieceBytes);
+          const span = bytes.subarray(from, to);
+          const whole = span.subarray(0, span.lastIndexOf(10) + 1);
+          expect(Buffer.concat(runs).equals(whole)).toBe(true);
+          expect(runs.every((run) => run.at(-1) === 10)).toBe(true);
+          expect(read).toEqual({ status: 'read', unfinished: span.length - whole.length });
+        } finally {
+          await handle.close();
+        }
       }),
     );
+  });
+
+  it('says when the file ends before the bound', async () => {
+    const file = path.join(await tempDir(), 'lines');
+    await writeFile(file, 'one\ntwo\nthr');
+    const handle = await open(file, 'r');
+    try {
+      expect(await readLines(handle, 0, 100, { lines: () => true }, 4)).toEqual({ status: 'short', unfinished: 3 });
+    } finally {
+      await handle.close();
+    }
   });
 });
 

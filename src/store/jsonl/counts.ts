@@ -2,11 +2,8 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { storageError } from '../../errors.js';
 import { sidecarHeader, SIDECAR_HEADER_BYTES, VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
 import type { UserLayout } from './layout.js';
-import { indexIn, LineCounter, stringEnd } from './line-scanner.js';
-import { readMemories } from './load-records.js';
-
-/** Bytes per read while counting lines. */
-const COUNT_PIECE_BYTES = 64 << 20;
+import { countLines, indexIn, stringEnd } from './line-scanner.js';
+import { readLines } from './file-pieces.js';
 
 /** `,"session_id":"` can only be the key itself, as with `vec` (see line-scanner.ts). */
 const SESSION_KEY = Buffer.from(',"session_id":"', 'latin1');
@@ -24,17 +21,17 @@ export async function countRecords(layout: UserLayout, userId: string): Promise<
     const header = await readHeader(layout.userFile(userId, VECTOR_SIDECAR_FILE));
     const known = header && header.inode === ino && header.covered <= size ? header : { count: 0, covered: 0 };
     if (known.covered === size) return known.count;
-    // A piece at a time: a million memories' file is 3 GB, more than one read takes (and a
-    // buffer that size only to count newlines).
-    const piece = Buffer.allocUnsafe(Math.min(COUNT_PIECE_BYTES, size - known.covered));
-    const lines = new LineCounter();
-    for (let at = known.covered; at < size; ) {
-      const { bytesRead } = await handle.read(piece, 0, Math.min(piece.length, size - at), at);
-      if (bytesRead === 0) break;
-      lines.push(piece.subarray(0, bytesRead));
-      at += bytesRead;
-    }
-    return known.count + lines.count;
+    // A piece at a time (file-pieces.ts): a million memories' file is 3 GB, more than one read
+    // takes, and a buffer that size only to count newlines is memory fresh from the OS.
+    // Whole lines only: a line not finished yet (a write under way) is no memory.
+    let count = known.count;
+    await readLines(handle, known.covered, size, {
+      lines: (buffer, end) => {
+        count += countLines(buffer.subarray(0, end));
+        return true;
+      },
+    });
+    return count;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
     throw storageError(error);
@@ -63,25 +60,42 @@ async function readHeader(file: string): Promise<ReturnType<typeof sidecarHeader
  * mentions `expires_at` at all is parsed, to read its own, not a metadata key's or a version's).
  */
 export async function countSessions(layout: UserLayout, userId: string, nowMs?: number): Promise<{ count: number; sessions: number; expiring: boolean }> {
-  const read = await readMemories(layout, userId);
-  if (!read) return { count: 0, sessions: 0, expiring: false };
-  const { content } = read;
-  const sessions = new Set<string>();
-  let count = 0;
-  let start = 0;
-  for (let end = indexIn(content, 10, start); end !== -1; end = indexIn(content, 10, start)) {
-    if (end > start && !(nowMs !== undefined && expiredLine(content, start, end, nowMs))) {
-      count++;
-      const key = indexIn(content, SESSION_KEY, start, end);
-      if (key !== -1 && key < end) {
-        const value = stringEnd(content, key + SESSION_KEY.length, end);
-        if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
-      }
-    }
-    start = end + 1;
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(layout.memoriesFile(userId), 'r');
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+    const sessions = new Set<string>();
+    let count = 0;
+    let expiring = false;
+    // A piece at a time (file-pieces.ts): counting every user of a pool (its first /health or
+    // /mem/stats) reads each file once, and the event loop is free again between pieces.
+    await readLines(handle, 0, stats.size, {
+      lines: (content, to) => {
+        let start = 0;
+        for (let end = indexIn(content, 10, start, to); end !== -1; end = indexIn(content, 10, start, to)) {
+          if (end > start && !(nowMs !== undefined && expiredLine(content, start, end, nowMs))) {
+            count++;
+            const key = indexIn(content, SESSION_KEY, start, end);
+            if (key !== -1 && key < end) {
+              const value = stringEnd(content, key + SESSION_KEY.length, end);
+              if (value > key + SESSION_KEY.length) sessions.add(content.toString('utf8', key + SESSION_KEY.length, value));
+            }
+          }
+          start = end + 1;
+        }
+        // Any mention will do (a metadata key too): it only means the counts depend on the instant.
+        expiring ||= indexIn(content, EXPIRES_KEY, 0, to) !== -1;
+        return true;
+      },
+    });
+    return { count, sessions: sessions.size, expiring };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { count: 0, sessions: 0, expiring: false };
+    throw storageError(error);
+  } finally {
+    await handle?.close().catch(() => undefined);
   }
-  // Any mention will do (a metadata key too): it only means the counts depend on the instant.
-  return { count, sessions: sessions.size, expiring: content.indexOf(EXPIRES_KEY) !== -1 };
 }
 
 const EXPIRES_KEY = Buffer.from('"expires_at":');

@@ -38,25 +38,6 @@ export function countLines(content: Buffer, atMost = Infinity): number {
   return count;
 }
 
-/** Counts the whole non-empty lines of bytes given a piece at a time, as `countLines` counts them in one buffer. */
-export class LineCounter {
-  count = 0;
-  /** Whether the line under way (cut by the end of the previous piece) has a byte yet. */
-  private lineStarted = false;
-
-  push(bytes: Buffer): void {
-    const first = bytes.indexOf(10);
-    if (first === -1) {
-      this.lineStarted ||= bytes.length > 0;
-      return;
-    }
-    if (first > 0 || this.lineStarted) this.count++;
-    const last = bytes.lastIndexOf(10);
-    this.count += countLines(bytes.subarray(first + 1, last + 1));
-    this.lineStarted = last < bytes.length - 1;
-  }
-}
-
 /** Where the JSON string starting at `from` ends (its closing quote; escaped quotes skipped), or `end`. */
 export function stringEnd(content: Buffer, from: number, end: number): number {
   for (let i = from; i < end; i++) {
