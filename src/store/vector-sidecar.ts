@@ -38,21 +38,32 @@ export function vectorAt(sidecar: VectorSidecar, index: number): Float32Array {
   return sidecar.vectors.subarray(index * sidecar.dimensions, (index + 1) * sidecar.dimensions);
 }
 
-/** Builds the file for vectors of the records in `jsonl` (the whole content it covers), in line order. */
-export function encodeSidecar(jsonl: Buffer, inode: number, seqs: readonly number[], vectors: readonly Float32Array[], dimensions: number): Buffer {
+/**
+ * Builds the file for vectors of the records in the first `covered` bytes of the memories file
+ * (the whole content it covers), in line order; `jsonlDigest` has been given those bytes
+ * (`digestOf`, or piece by piece as a load read them) and is spent here.
+ */
+export function encodeSidecar(covered: number, inode: number, jsonlDigest: Hash, seqs: readonly number[], vectors: readonly Float32Array[], dimensions: number): Buffer {
   const count = seqs.length;
   const file = Buffer.alloc(HEADER_BYTES + count * 4 + count * dimensions * 4);
   MAGIC.copy(file, 0);
   file.writeUInt32LE(dimensions, 8);
   file.writeUInt32LE(count, 12);
-  file.writeDoubleLE(jsonl.length, 16);
+  file.writeDoubleLE(covered, 16);
   file.writeDoubleLE(inode, 24);
   const body = HEADER_BYTES;
   for (let i = 0; i < count; i++) file.writeUInt32LE(seqs[i], body + i * 4);
   const slab = new Float32Array(file.buffer, file.byteOffset + body + count * 4, count * dimensions);
   vectors.forEach((vector, i) => slab.set(vector, i * dimensions));
-  digest(jsonl, file).copy(file, DIGEST_OFFSET);
+  finishDigest(jsonlDigest, file).copy(file, DIGEST_OFFSET);
   return file;
+}
+
+/** A digest given `jsonl`, the memories file's bytes a sidecar covers. */
+export function digestOf(jsonl: Buffer): Hash {
+  const hash = startDigest();
+  updateInChunks(hash, jsonl);
+  return hash;
 }
 
 /** The sidecar when it is whole and was built from exactly the first `covered` bytes of `jsonl`. */
@@ -61,9 +72,7 @@ export function checkSidecar(file: Buffer, jsonl: Buffer): SidecarCheck {
   if (framed.status === 'invalid') return framed;
   const { covered } = framed.sidecar;
   if (!coverFits(covered, jsonl.length, covered > 0 ? jsonl[covered - 1] : undefined)) return COVERS_MORE;
-  const hash = startDigest();
-  updateInChunks(hash, jsonl.subarray(0, covered));
-  return digestMatches(hash, file) ? framed : NOT_MATCHING;
+  return digestMatches(digestOf(jsonl.subarray(0, covered)), file) ? framed : NOT_MATCHING;
 }
 
 /**
@@ -124,14 +133,7 @@ export function sidecarHeader(header: Buffer): { count: number; covered: number;
 
 export const SIDECAR_HEADER_BYTES = HEADER_BYTES;
 
-/** SHA-256 of the JSONL prefix, the header's fields (sizes, inode) and the body: everything but the digest itself. */
-function digest(jsonl: Buffer, file: Buffer): Buffer {
-  const hash = startDigest();
-  updateInChunks(hash, jsonl);
-  return finishDigest(hash, file);
-}
-
-/** The digest of a hash already given the JSONL prefix: the header's fields and the body added. */
+/** SHA-256 of the JSONL prefix (what `hash` was given), the header's fields (sizes, inode) and the body: everything but the digest itself. */
 function finishDigest(hash: Hash, file: Buffer): Buffer {
   hash.update(file.subarray(MAGIC.length, DIGEST_OFFSET));
   updateInChunks(hash, file.subarray(HEADER_BYTES));

@@ -9,8 +9,11 @@ import { tempDir } from '../support/helper.js';
 
 const DIMENSIONS = 8;
 
-/** Loads that read a file in pieces, and those of them that the pieces served (the fast path, not a fallback). */
-const pieces = vi.hoisted(() => ({ reads: 0, served: 0 }));
+/**
+ * Loads that read a file in pieces through its sidecar, and those of them that the pieces served
+ * (the fast path, not a fallback); loads decoded in pieces without one (`decoded`).
+ */
+const pieces = vi.hoisted(() => ({ reads: 0, served: 0, decoded: 0 }));
 vi.mock('../../src/store/jsonl/covered-lines.js', async (importOriginal) => {
   const original = await importOriginal<typeof import('../../src/store/jsonl/covered-lines.js')>();
   return {
@@ -19,6 +22,17 @@ vi.mock('../../src/store/jsonl/covered-lines.js', async (importOriginal) => {
       pieces.reads++;
       const lines = await original.readCoveredLines(...args);
       if (lines) pieces.served++;
+      return lines;
+    },
+  };
+});
+vi.mock('../../src/store/jsonl/decoded-lines.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/store/jsonl/decoded-lines.js')>();
+  return {
+    ...original,
+    readDecodedLines: async (...args: Parameters<typeof original.readDecodedLines>) => {
+      const lines = await original.readDecodedLines(...args);
+      if (lines) pieces.decoded++;
       return lines;
     },
   };
@@ -93,6 +107,7 @@ describe.each([
     padding = ' and more'.repeat(pad / 9);
     pieces.reads = 0;
     pieces.served = 0;
+    pieces.decoded = 0;
   });
 
   it('is written after a load and serves the next one: vectors are views of one slab, text and fields intact', async () => {
@@ -100,7 +115,9 @@ describe.each([
     await store.append('u', records(0, 10));
     const first = await loadChecked(store);
     expect(await readdir(store.userDir('u'))).toContain(VECTOR_SIDECAR_FILE);
+    // The first load had no sidecar: it decoded the file (in pieces when large) and wrote one from what it read.
     expect(pieces.reads).toBe(0);
+    expect(pieces.decoded).toBe(pad === 0 ? 0 : 1);
     const second = await loadChecked(store);
     expect(sidecarUnused(lines)).toBe(false);
     expect(pieces.served).toBe(pad === 0 ? 0 : 1);

@@ -2,12 +2,13 @@ import { open, type FileHandle } from 'node:fs/promises';
 import { decodeVectors, type StoredRecord } from '../stored-record.js';
 import { checkSidecar, digestMatches, frameSidecar, SIDECAR_HEADER_BYTES, sidecarHeader, startDigest, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
 import { readCoveredLines } from './covered-lines.js';
+import { parseDecoding, readDecodedLines, releasableBuffer } from './decoded-lines.js';
 import { stampOf } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
 import { countLines } from './line-scanner.js';
 import { parseRepairing, readInto, readMemories, readMemoriesNow, type LoadedUser } from './load-records.js';
 import { incompleteAddStart, parseLines, readRecordLines } from './record-lines.js';
-import type { SidecarWriter } from './sidecar-writer.js';
+import { wholeSource, type SidecarWriter } from './sidecar-writer.js';
 
 /** A user's records (without `vec`) and, in the same order, their vectors (null where a line has none). */
 export interface LoadedUnits extends LoadedUser {
@@ -23,23 +24,6 @@ export interface LoadedUnits extends LoadedUser {
 }
 
 type Units = Pick<LoadedUnits, 'records' | 'vectors'> & { slab?: ArrayBuffer };
-
-/**
- * A user of fewer memories gets an ordinary ArrayBuffer as its slab, which `release` leaves to
- * the collector. A resizable one is memory fresh from the OS, whose first writes cost more than a
- * small user's whole decode (a 2 KB vector base64-decoded into it 7-10 µs, against 0.3-0.6 into
- * an ordinary one, measured on Node 20 and 24); and only a user far larger than this keeps a
- * graph and int8 codes, so that `release` would free anything early.
- */
-const RELEASABLE_MIN_MEMORIES = 256;
-
-/** A zeroed buffer of `size` bytes for the vectors of `memories` memories: for a large user, one whose memory `release` gives back at once (a resizable ArrayBuffer shrunk to 0). */
-function releasableBuffer(size: number, memories: number): { bytes: Buffer; slab: ArrayBuffer } {
-  const slab = memories < RELEASABLE_MIN_MEMORIES
-    ? new ArrayBuffer(size)
-    : new (ArrayBuffer as unknown as new (size: number, options: { maxByteLength: number }) => ArrayBuffer)(size, { maxByteLength: size });
-  return { bytes: Buffer.from(slab, 0, size), slab };
-}
 
 /** `release` of a load's slab: after the user's sidecar write under way, which may be encoding from it. */
 function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | undefined): (() => void) | undefined {
@@ -67,6 +51,8 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
     const covered = await loadCovered(layout, sidecars, userId);
     if (covered !== 'read whole' && covered !== 'no sidecar') return covered;
     useSidecar = covered === 'read whole';
+    const decoded = useSidecar ? null : await loadDecoding(sidecars, layout, userId);
+    if (decoded) return decoded;
   }
   const read = now === 'large' ? await readMemories(layout, userId) : now;
   if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
@@ -77,12 +63,12 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
   const fast = sidecar ? parseWithSidecar(read.content, userId, sidecar.sidecar) : null;
   if (fast) {
     const tail = fast.records.length - sidecar!.sidecar.count;
-    if (tail >= Math.max(sidecars.minRecords, sidecar!.sidecar.count / 8)) sidecars.refresh(userId, read, fast.records, fast.vectors);
+    if (tail >= Math.max(sidecars.minRecords, sidecar!.sidecar.count / 8)) sidecars.refresh(userId, wholeSource(read), fast.records, fast.vectors);
     return { records: fast.records, vectors: fast.vectors, quarantined: 0, stamp: read.stamp, bytes: read.content.length, release: releaser(sidecars, userId, sidecar!.slab) };
   }
   const decoded = parseDecoding(read.content, userId);
   if (decoded) {
-    if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, read, decoded.records, decoded.vectors);
+    if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, wholeSource(read), decoded.records, decoded.vectors);
     return { records: decoded.records, vectors: decoded.vectors, quarantined: 0, stamp: read.stamp, bytes: read.content.length, release: releaser(sidecars, userId, decoded.slab) };
   }
   const loaded = await parseRepairing(layout, sidecars, userId, read, repair);
@@ -90,7 +76,7 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
   const vectors = decodeVectors(loaded.records.map((record) => record.vec));
   const records = loaded.records.map(({ vec: _vec, ...record }) => record);
   // After a quarantine the file was rewritten: the next load builds the sidecar from that file.
-  if (loaded.quarantined === 0 && records.length >= sidecars.minRecords) sidecars.refresh(userId, read, records, vectors);
+  if (loaded.quarantined === 0 && records.length >= sidecars.minRecords) sidecars.refresh(userId, wholeSource(read), records, vectors);
   return { ...loaded, records, vectors };
 }
 
@@ -138,6 +124,32 @@ async function loadCovered(layout: UserLayout, sidecars: SidecarWriter, userId: 
   } catch {
     // The plain path reads the file again and reports what is wrong with it.
     return 'read whole';
+  } finally {
+    await handle?.close().catch(() => undefined);
+  }
+}
+
+/**
+ * A large user's load without a sidecar that fits (none yet, or the file rewritten since it was
+ * written: a delete), without the file in memory: its lines decoded in pieces (decoded-lines.ts),
+ * a new sidecar written from the digest of the bytes read. Null when any line is unusual: the
+ * plain path reads the file again and decides.
+ */
+async function loadDecoding(sidecars: SidecarWriter, layout: UserLayout, userId: string): Promise<LoadedUnits | null> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(layout.memoriesFile(userId), 'r');
+    const stats = await handle.stat({ bigint: true });
+    if (!stats.isFile()) return null;
+    const size = Number(stats.size);
+    const digest = startDigest();
+    const decoded = await readDecodedLines(handle, size, userId, digest);
+    if (!decoded) return null;
+    const stamp = stampOf(stats);
+    if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, { stamp, inode: Number(stats.ino), covered: size, digest: () => digest }, decoded.records, decoded.vectors);
+    return { records: decoded.records, vectors: decoded.vectors, quarantined: 0, stamp, bytes: size, release: releaser(sidecars, userId, decoded.slab) };
+  } catch {
+    return null;
   } finally {
     await handle?.close().catch(() => undefined);
   }
@@ -234,47 +246,4 @@ function parseWithSidecar(content: Buffer, userId: string, sidecar: VectorSideca
   // An Add cut short: the plain path decides what to quarantine.
   if (incompleteAddStart(records) !== -1) return null;
   return { records, vectors };
-}
-
-/**
- * The whole file parsed with each line's `vec` decoded into one slab as the line is read (its
- * base64 is cut out of the line and decoded at once), for a load without a usable sidecar.
- * Parsing every record with its `vec` first held all the vectors' 2.7 KB strings at once:
- * 2.7 GB of heap at a million memories, past V8's default limit. Null when any line is unusual
- * (torn, malformed, another user's, a vector of another size, an Add cut short): the plain
- * path then decides what to quarantine.
- */
-function parseDecoding(content: Buffer, userId: string): Units | null {
-  if (content.length > 0 && content[content.length - 1] !== 0x0a) return null;
-  const lines = countLines(content);
-  const records: StoredRecord[] = [];
-  const vectors: Array<Float32Array | null> = [];
-  let slab: Buffer | null = null;
-  let backing: ArrayBuffer | undefined;
-  let floats: Float32Array | null = null;
-  let bytes = 0;
-  const fits = readRecordLines(content, 0, content.length, userId, true, {
-    record: ({ record, vec }) => {
-      records.push(record);
-      if (!vec) {
-        vectors.push(null);
-        return true;
-      }
-      const base64 = content.toString('latin1', vec.value, vec.close);
-      const length = Buffer.byteLength(base64, 'base64');
-      if (slab === null) {
-        if (length === 0 || length % 4 !== 0) return false;
-        bytes = length;
-        ({ bytes: slab, slab: backing } = releasableBuffer(bytes * lines, lines));
-        floats = new Float32Array(slab.buffer, slab.byteOffset, slab.length / 4);
-      }
-      const at = records.length - 1;
-      if (length !== bytes || slab.write(base64, at * bytes, bytes, 'base64') !== bytes) return false;
-      vectors.push(floats!.subarray((at * bytes) / 4, ((at + 1) * bytes) / 4));
-      return true;
-    },
-    reject: () => false,
-  });
-  if (!fits || incompleteAddStart(records) !== -1) return null;
-  return { records, vectors, slab: backing };
 }

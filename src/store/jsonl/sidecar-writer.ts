@@ -1,10 +1,27 @@
 import type { StoredRecord } from '../stored-record.js';
-import { encodeSidecar, VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
+import type { Hash } from 'node:crypto';
+import { digestOf, encodeSidecar, VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
 import { writeAtomically } from './atomic-file.js';
 import { sameFile } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
+import type { FileStamp } from './file-stamp.js';
 import type { MemoriesRead } from './load-records.js';
 import { memoriesStamp, withCacheLock } from './user-file.js';
+
+/** The memories file a sidecar is built from, as a load read it: its bytes hashed, whole or in pieces. */
+export interface SidecarSource {
+  stamp: FileStamp;
+  inode: number;
+  /** Bytes of the file the records are (all of it, as read). */
+  covered: number;
+  /** A digest given exactly those bytes (spent by the write). */
+  digest(): Hash;
+}
+
+/** The source of a file read whole. */
+export function wholeSource(read: MemoriesRead): SidecarSource {
+  return { stamp: read.stamp, inode: read.inode, covered: read.content.length, digest: () => digestOf(read.content) };
+}
 
 /** Users with fewer memories keep no vector sidecar: their lines decode in no time. */
 const SIDECAR_MIN_RECORDS = 256;
@@ -33,7 +50,7 @@ export class SidecarWriter {
    * Writes a sidecar for `read` (the file as the load saw it) in the background. A cache: no
    * fsync (a torn one fails its digest), and never a folder of its own (a deleted user's stays gone).
    */
-  refresh(userId: string, read: MemoriesRead, records: readonly StoredRecord[], vectors: ReadonlyArray<Float32Array | null>): void {
+  refresh(userId: string, read: SidecarSource, records: readonly StoredRecord[], vectors: ReadonlyArray<Float32Array | null>): void {
     const dimensions = vectors[0]?.length ?? 0;
     if (dimensions === 0 || vectors.some((vector) => vector === null || vector.length !== dimensions)) return;
     const previous = this.writes.get(userId) ?? Promise.resolve();
@@ -46,7 +63,7 @@ export class SidecarWriter {
         await withCacheLock(this.layout, userId, async () => {
           const now = await memoriesStamp(this.layout, userId);
           if (!now || !sameFile(now, read.stamp)) return;
-          const bytes = encodeSidecar(read.content, read.inode, records.map((record) => record.seq), vectors as Float32Array[], dimensions);
+          const bytes = encodeSidecar(read.covered, read.inode, read.digest(), records.map((record) => record.seq), vectors as Float32Array[], dimensions);
           await writeAtomically(file, (handle) => handle.writeFile(bytes), { durable: false });
         });
       } catch (error) {
