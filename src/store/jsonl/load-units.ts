@@ -40,9 +40,11 @@ function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | u
  * Reads a user's memories with their vectors decoded (records come without `vec`), for a load
  * into memory. Vectors of the lines the binary sidecar covers are views of it and those lines are
  * parsed with their base64 cut out; the rest is decoded. Whenever the sidecar does not prove
- * current, the whole file is read with each vector decoded as its line is; and anything unusual
- * (a line to quarantine) takes the plain path of `parseRepairing`. A new sidecar is written in
- * the background when the one there is missing or far behind.
+ * current, each vector is decoded as its line is read; and anything unusual (a line to
+ * quarantine) takes the plain path of `parseRepairing`. A file past READ_AT_ONCE_MAX_BYTES is read
+ * in pieces (`loadCovered`, `loadDecoding`), never whole, unless its tail is long enough for a new
+ * sidecar or something in it is unusual. A new sidecar is written in the background when the one
+ * there is missing or far behind.
  */
 export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, userId: string, repair: boolean): Promise<LoadedUnits | null> {
   const now = readMemoriesNow(layout, userId);
@@ -51,7 +53,7 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
     const covered = await loadCovered(layout, sidecars, userId);
     if (covered !== 'read whole' && covered !== 'no sidecar') return covered;
     useSidecar = covered === 'read whole';
-    const decoded = useSidecar ? null : await loadDecoding(sidecars, layout, userId);
+    const decoded = useSidecar ? null : await loadDecoding(layout, sidecars, userId);
     if (decoded) return decoded;
   }
   const read = now === 'large' ? await readMemories(layout, userId) : now;
@@ -135,7 +137,7 @@ async function loadCovered(layout: UserLayout, sidecars: SidecarWriter, userId: 
  * a new sidecar written from the digest of the bytes read. Null when any line is unusual: the
  * plain path reads the file again and decides.
  */
-async function loadDecoding(sidecars: SidecarWriter, layout: UserLayout, userId: string): Promise<LoadedUnits | null> {
+async function loadDecoding(layout: UserLayout, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | null> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(layout.memoriesFile(userId), 'r');
