@@ -81,11 +81,11 @@ export function checkSidecar(file: Buffer, jsonl: Buffer): SidecarCheck {
  * it only once `digestMatches` has said so for the covered bytes.
  */
 export function frameSidecar(file: Buffer): SidecarCheck {
-  if (file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) return { status: 'invalid', reason: 'not a vector sidecar' };
+  if (file.length < HEADER_BYTES || !file.subarray(0, MAGIC.length).equals(MAGIC)) return { status: 'invalid', reason: SIDECAR_REFUSALS.notSidecar };
   const dimensions = file.readUInt32LE(8);
   const count = file.readUInt32LE(12);
   const covered = file.readDoubleLE(16);
-  if (dimensions === 0 || file.length !== HEADER_BYTES + count * 4 + count * dimensions * 4) return { status: 'invalid', reason: 'truncated or of another size' };
+  if (dimensions === 0 || file.length !== HEADER_BYTES + count * 4 + count * dimensions * 4) return { status: 'invalid', reason: SIDECAR_REFUSALS.size };
   if (!Number.isInteger(covered) || covered < 0) return COVERS_MORE;
   const seqsAt = file.byteOffset + HEADER_BYTES;
   // Typed views need aligned offsets; a large file read into its own buffer always is, a copy covers the rest.
@@ -104,7 +104,7 @@ export function frameSidecar(file: Buffer): SidecarCheck {
 }
 
 /** Whether a sidecar covering `covered` bytes can be of a memories file of `length` bytes whose byte before `covered` is `byteBefore`: whole lines of it. */
-export function coverFits(covered: number, length: number, byteBefore: number | undefined): boolean {
+function coverFits(covered: number, length: number, byteBefore: number | undefined): boolean {
   return covered <= length && (covered === 0 || byteBefore === 0x0a);
 }
 
@@ -118,8 +118,16 @@ export function digestMatches(hash: Hash, file: Buffer): boolean {
   return finishDigest(hash, file).equals(file.subarray(DIGEST_OFFSET, DIGEST_OFFSET + 32));
 }
 
-const COVERS_MORE: SidecarCheck = { status: 'invalid', reason: 'covers more of the memories file than it holds now' };
-const NOT_MATCHING: SidecarCheck = { status: 'invalid', reason: 'does not match the memories file (rewritten since) or is damaged' };
+/** Why a sidecar is not used, as the log says it: one wording wherever the check is made. */
+export const SIDECAR_REFUSALS = {
+  notSidecar: 'not a vector sidecar',
+  size: 'truncated or of another size',
+  coversMore: 'covers more of the memories file than it holds now',
+  notMatching: 'does not match the memories file (rewritten since) or is damaged',
+} as const;
+
+const COVERS_MORE: SidecarCheck = { status: 'invalid', reason: SIDECAR_REFUSALS.coversMore };
+const NOT_MATCHING: SidecarCheck = { status: 'invalid', reason: SIDECAR_REFUSALS.notMatching };
 
 /**
  * The counts a header states (records, covered JSONL bytes) and the inode of the JSONL it was

@@ -4,6 +4,7 @@ import { sidecarHeader, SIDECAR_HEADER_BYTES, VECTOR_SIDECAR_FILE } from '../vec
 import type { UserLayout } from './layout.js';
 import { countLines, indexIn, stringEnd } from './line-scanner.js';
 import { readLines } from './file-pieces.js';
+import { notRegularFile } from './load-records.js';
 
 /** `,"session_id":"` can only be the key itself, as with `vec` (see line-scanner.ts). */
 const SESSION_KEY = Buffer.from(',"session_id":"', 'latin1');
@@ -64,7 +65,7 @@ export async function countSessions(layout: UserLayout, userId: string, nowMs?: 
   try {
     handle = await open(layout.memoriesFile(userId), 'r');
     const stats = await handle.stat();
-    if (!stats.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+    if (!stats.isFile()) throw notRegularFile();
     const sessions = new Set<string>();
     let count = 0;
     let expiring = false;

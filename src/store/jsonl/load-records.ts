@@ -82,7 +82,7 @@ export async function readMemories(layout: UserLayout, userId: string): Promise<
 }
 
 /** Reading a device or a FIFO may never end (/dev/zero, /dev/full): refused as EINVAL. */
-function notRegularFile(): Error {
+export function notRegularFile(): Error {
   return Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
 }
 

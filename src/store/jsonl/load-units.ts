@@ -1,13 +1,14 @@
+import type { BigIntStats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { decodeVectors, type StoredRecord } from '../stored-record.js';
-import { checkSidecar, digestMatches, frameSidecar, SIDECAR_HEADER_BYTES, sidecarHeader, startDigest, VECTOR_SIDECAR_FILE, vectorAt, type VectorSidecar } from '../vector-sidecar.js';
-import { readCoveredLines } from './covered-lines.js';
+import { decodeVectors } from '../stored-record.js';
+import { checkSidecar, digestMatches, frameSidecar, SIDECAR_HEADER_BYTES, SIDECAR_REFUSALS, sidecarHeader, startDigest, VECTOR_SIDECAR_FILE, type VectorSidecar } from '../vector-sidecar.js';
+import { addTail, coveredSink, readCoveredLines, type CoveredLines } from './covered-lines.js';
 import { parseDecoding, readDecodedLines, releasableBuffer } from './decoded-lines.js';
 import { stampOf } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
 import { countLines } from './line-scanner.js';
 import { parseRepairing, readInto, readMemories, readMemoriesNow, type LoadedUser } from './load-records.js';
-import { incompleteAddStart, parseLines, readRecordLines } from './record-lines.js';
+import { readRecordLines } from './record-lines.js';
 import { wholeSource, type SidecarWriter } from './sidecar-writer.js';
 
 /** A user's records (without `vec`) and, in the same order, their vectors (null where a line has none). */
@@ -22,8 +23,6 @@ export interface LoadedUnits extends LoadedUser {
    */
   release?: () => void;
 }
-
-type Units = Pick<LoadedUnits, 'records' | 'vectors'> & { slab?: ArrayBuffer };
 
 /** `release` of a load's slab: after the user's sidecar write under way, which may be encoding from it. */
 function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | undefined): (() => void) | undefined {
@@ -42,19 +41,17 @@ function releaser(sidecars: SidecarWriter, userId: string, slab: ArrayBuffer | u
  * parsed with their base64 cut out; the rest is decoded. Whenever the sidecar does not prove
  * current, each vector is decoded as its line is read; and anything unusual (a line to
  * quarantine) takes the plain path of `parseRepairing`. A file past READ_AT_ONCE_MAX_BYTES is read
- * in pieces (`loadCovered`, `loadDecoding`), never whole, unless its tail is long enough for a new
- * sidecar or something in it is unusual. A new sidecar is written in the background when the one
- * there is missing or far behind.
+ * in pieces (`loadLarge`), never whole, unless its tail is long enough for a new sidecar or
+ * something in it is unusual. A new sidecar is written in the background when the one there is
+ * missing or far behind.
  */
 export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, userId: string, repair: boolean): Promise<LoadedUnits | null> {
   const now = readMemoriesNow(layout, userId);
   let useSidecar = true;
   if (now === 'large') {
-    const covered = await loadCovered(layout, sidecars, userId);
-    if (covered !== 'read whole' && covered !== 'no sidecar') return covered;
-    useSidecar = covered === 'read whole';
-    const decoded = useSidecar ? null : await loadDecoding(layout, sidecars, userId);
-    if (decoded) return decoded;
+    const large = await loadLarge(layout, sidecars, userId);
+    if (large !== 'read whole' && large !== 'no sidecar') return large;
+    useSidecar = large === 'read whole';
   }
   const read = now === 'large' ? await readMemories(layout, userId) : now;
   if (!read) return { records: [], vectors: [], quarantined: 0, stamp: null, bytes: 0 };
@@ -83,46 +80,19 @@ export async function loadUnits(layout: UserLayout, sidecars: SidecarWriter, use
 }
 
 /**
- * A large user's load when its sidecar proves current, without the memories file in memory: the
- * lines it covers read in pieces (covered-lines.ts), the vectors the sidecar's, the lines after it
- * read and decoded. 'read whole' when the sidecar is good but its file should be read whole (a
- * tail long enough for a new sidecar, which is built from the whole file's bytes; lines that do
- * not parse, for the plain path to judge); 'no sidecar' when there is none that fits this file.
+ * A file past READ_AT_ONCE_MAX_BYTES, one handle for all of it: through its sidecar when one
+ * proves current (`loadCovered`), else decoded in pieces (`loadDecoding`). 'read whole' and 'no
+ * sidecar' as `loadCovered` answers them; 'no sidecar' also when decoding in pieces did not serve.
  */
-async function loadCovered(layout: UserLayout, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | 'read whole' | 'no sidecar'> {
+async function loadLarge(layout: UserLayout, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | 'read whole' | 'no sidecar'> {
   let handle: FileHandle | undefined;
   try {
     handle = await open(layout.memoriesFile(userId), 'r');
     const stats = await handle.stat({ bigint: true });
-    const size = Number(stats.size);
-    // A tail this long gets a new sidecar, built from the whole file's bytes: decided on the header, before the body is read.
-    const accept = (header: { covered: number }) => header.covered > size || size - header.covered < header.covered / 8;
-    // The vectors are read while the memories file is: the reads overlap the parse.
-    const file = stats.isFile() ? await readSidecarFile(layout, userId, { accept, vectorsLater: true }) : null;
-    if (file === 'declined') return 'read whole';
-    if (!file) return 'no sidecar';
-    const framed = frameSidecar(file.bytes);
-    if (framed.status === 'invalid') return notUsed(layout, userId, framed.reason);
-    const { sidecar } = framed;
-    if (sidecar.covered > size) return notUsed(layout, userId, 'covers more of the memories file than it holds now');
-    const digest = startDigest();
-    const covered = await readCoveredLines(handle, sidecar, userId, digest);
-    if (!covered) return 'read whole';
-    if (!(await file.whole)) return notUsed(layout, userId, 'truncated or of another size');
-    if (!digestMatches(digest, file.bytes)) return notUsed(layout, userId, 'does not match the memories file (rewritten since) or is damaged');
-    const rest = await readInto(handle, Buffer.allocUnsafeSlow(size - sidecar.covered), sidecar.covered);
-    const tail = parseLines(rest, 0, rest.length, userId);
-    if (tail.rejected.length > 0) return 'read whole';
-    const records: StoredRecord[] = covered.records;
-    const vectors: Array<Float32Array | null> = covered.vectors;
-    const tailVectors = decodeVectors(tail.records.map((record) => record.vec));
-    for (const [i, { vec: _vec, ...record }] of tail.records.entries()) {
-      records.push(record);
-      vectors.push(tailVectors[i]);
-    }
-    // An Add cut short: the plain path decides what to quarantine.
-    if (incompleteAddStart(records) !== -1) return 'read whole';
-    return { records, vectors, quarantined: 0, stamp: stampOf(stats), bytes: size, release: releaser(sidecars, userId, file.slab) };
+    if (!stats.isFile()) return 'no sidecar';
+    const covered = await loadCovered(handle, stats, layout, sidecars, userId);
+    if (covered !== 'no sidecar') return covered;
+    return (await loadDecoding(handle, stats, sidecars, userId)) ?? 'no sidecar';
   } catch {
     // The plain path reads the file again and reports what is wrong with it.
     return 'read whole';
@@ -132,29 +102,48 @@ async function loadCovered(layout: UserLayout, sidecars: SidecarWriter, userId: 
 }
 
 /**
+ * A large user's load when its sidecar proves current, without the memories file in memory: the
+ * lines it covers read in pieces (covered-lines.ts), the vectors the sidecar's, the lines after it
+ * read and decoded. 'read whole' when the sidecar is good but its file should be read whole (a
+ * tail long enough for a new sidecar, which is built from the whole file's bytes; lines that do
+ * not parse, for the plain path to judge); 'no sidecar' when there is none that fits this file.
+ */
+async function loadCovered(handle: FileHandle, stats: BigIntStats, layout: UserLayout, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | 'read whole' | 'no sidecar'> {
+  const size = Number(stats.size);
+  // A tail this long gets a new sidecar, built from the whole file's bytes: decided on the header, before the body is read.
+  const accept = (header: { covered: number }) => header.covered > size || size - header.covered < header.covered / 8;
+  // The vectors are read while the memories file is: the reads overlap the parse.
+  const file = await readSidecarFile(layout, userId, { accept, vectorsLater: true });
+  if (file === 'declined') return 'read whole';
+  if (!file) return 'no sidecar';
+  const framed = frameSidecar(file.bytes);
+  if (framed.status === 'invalid') return notUsed(layout, userId, framed.reason);
+  const { sidecar } = framed;
+  if (sidecar.covered > size) return notUsed(layout, userId, SIDECAR_REFUSALS.coversMore);
+  const digest = startDigest();
+  const covered = await readCoveredLines(handle, sidecar, userId, digest);
+  if (!covered) return 'read whole';
+  if (!(await file.whole)) return notUsed(layout, userId, SIDECAR_REFUSALS.size);
+  if (!digestMatches(digest, file.bytes)) return notUsed(layout, userId, SIDECAR_REFUSALS.notMatching);
+  const rest = await readInto(handle, Buffer.allocUnsafeSlow(size - sidecar.covered), sidecar.covered);
+  if (!addTail(covered, rest, 0, rest.length, userId)) return 'read whole';
+  return { ...covered, quarantined: 0, stamp: stampOf(stats), bytes: size, release: releaser(sidecars, userId, file.slab) };
+}
+
+/**
  * A large user's load without a sidecar that fits (none yet, or the file rewritten since it was
  * written: a delete), without the file in memory: its lines decoded in pieces (decoded-lines.ts),
  * a new sidecar written from the digest of the bytes read. Null when any line is unusual: the
  * plain path reads the file again and decides.
  */
-async function loadDecoding(layout: UserLayout, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | null> {
-  let handle: FileHandle | undefined;
-  try {
-    handle = await open(layout.memoriesFile(userId), 'r');
-    const stats = await handle.stat({ bigint: true });
-    if (!stats.isFile()) return null;
-    const size = Number(stats.size);
-    const digest = startDigest();
-    const decoded = await readDecodedLines(handle, size, userId, digest);
-    if (!decoded) return null;
-    const stamp = stampOf(stats);
-    if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, { stamp, inode: Number(stats.ino), covered: size, digest: () => digest }, decoded.records, decoded.vectors);
-    return { records: decoded.records, vectors: decoded.vectors, quarantined: 0, stamp, bytes: size, release: releaser(sidecars, userId, decoded.slab) };
-  } catch {
-    return null;
-  } finally {
-    await handle?.close().catch(() => undefined);
-  }
+async function loadDecoding(handle: FileHandle, stats: BigIntStats, sidecars: SidecarWriter, userId: string): Promise<LoadedUnits | null> {
+  const size = Number(stats.size);
+  const digest = startDigest();
+  const decoded = await readDecodedLines(handle, size, userId, digest).catch(() => null);
+  if (!decoded) return null;
+  const stamp = stampOf(stats);
+  if (decoded.records.length >= sidecars.minRecords) sidecars.refresh(userId, { stamp, inode: Number(stats.ino), covered: size, digest: () => digest }, decoded.records, decoded.vectors);
+  return { records: decoded.records, vectors: decoded.vectors, quarantined: 0, stamp, bytes: size, release: releaser(sidecars, userId, decoded.slab) };
 }
 
 function notUsed(layout: UserLayout, userId: string, reason: string): 'no sidecar' {
@@ -218,34 +207,10 @@ async function readSidecarFile(
   }
 }
 
-/**
- * The covered lines parsed without their `vec` (cut out of the bytes before decoding, so its
- * string is never built), each checked against the sidecar's seq; the lines after it as usual.
- * Null when anything does not fit, so the caller reads the file another way.
- */
-function parseWithSidecar(content: Buffer, userId: string, sidecar: VectorSidecar): Units | null {
-  const records: StoredRecord[] = [];
-  const vectors: Array<Float32Array | null> = [];
+/** The covered lines of a file read whole, checked against the sidecar (covered-lines.ts), then the lines after them. Null when anything does not fit, so the caller reads the file another way. */
+function parseWithSidecar(content: Buffer, userId: string, sidecar: VectorSidecar): CoveredLines | null {
+  const { sink, lines } = coveredSink(sidecar);
   // The sidecar covers whole lines only (checked), so none of them is torn.
-  const fits = readRecordLines(content, 0, sidecar.covered, userId, true, {
-    record: ({ record, vec }) => {
-      const index = records.length;
-      if (vec === null || index >= sidecar.count || sidecar.seqs[index] !== record.seq) return false;
-      records.push(record);
-      vectors.push(vectorAt(sidecar, index));
-      return true;
-    },
-    reject: () => false,
-  });
-  if (!fits || records.length !== sidecar.count) return null;
-  const tail = parseLines(content, sidecar.covered, content.length, userId);
-  if (tail.rejected.length > 0) return null;
-  const tailVectors = decodeVectors(tail.records.map((record) => record.vec));
-  for (const [i, { vec: _vec, ...record }] of tail.records.entries()) {
-    records.push(record);
-    vectors.push(tailVectors[i]);
-  }
-  // An Add cut short: the plain path decides what to quarantine.
-  if (incompleteAddStart(records) !== -1) return null;
-  return { records, vectors };
+  if (!readRecordLines(content, 0, sidecar.covered, userId, true, sink) || lines.records.length !== sidecar.count) return null;
+  return addTail(lines, content, sidecar.covered, content.length, userId) ? lines : null;
 }

@@ -1,10 +1,9 @@
-import type { StoredRecord } from '../stored-record.js';
 import type { Hash } from 'node:crypto';
+import type { StoredRecord } from '../stored-record.js';
 import { digestOf, encodeSidecar, VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
 import { writeAtomically } from './atomic-file.js';
-import { sameFile } from './file-stamp.js';
+import { sameFile, type FileStamp } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
-import type { FileStamp } from './file-stamp.js';
 import type { MemoriesRead } from './load-records.js';
 import { memoriesStamp, withCacheLock } from './user-file.js';
 
