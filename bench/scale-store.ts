@@ -11,6 +11,7 @@ import type { BuildReply, BuildRequest } from './hnsw-build-worker.js';
 import { round } from './http-load.js';
 import { mulberry32, type Turn } from './workload.js';
 import { serverEncoder } from './server-encoder.js';
+import { withStoredFeatures } from '../src/memory/unit-features.js';
 
 /**
  * A large store written straight into the data directory's own format, so the scale figures do
@@ -122,7 +123,8 @@ export function syntheticRecord(entry: { userId: string; seq: number; memories: 
   const { seq } = entry;
   const add = Math.floor(seq / MESSAGES_PER_ADD);
   const session = Math.floor(add / ADDS_PER_SESSION);
-  return {
+  // With its features, as the service's own writes store them (src/memory/unit-features.ts).
+  return withStoredFeatures({
     id: randomUUID(),
     user_id: entry.userId,
     text: entry.turn.content,
@@ -139,7 +141,7 @@ export function syntheticRecord(entry: { userId: string; seq: number; memories: 
     batch: Math.min(MESSAGES_PER_ADD, entry.memories - add * MESSAGES_PER_ADD),
     vec: entry.vec,
     model: entry.model,
-  };
+  });
 }
 
 /** hnswlib builds on the calling thread: a worker keeps the main thread free to write the records. */

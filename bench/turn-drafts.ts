@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { withStoredFeatures } from '../src/memory/unit-features.js';
 import type { UnitDraft } from '../src/store/memory-store.js';
 import { gaussianSource, randomUnitVector } from './scale-store.js';
 import type { Turn } from './workload.js';
@@ -27,7 +28,8 @@ export interface TurnPlace {
 /** A turn stored as the Add's `messageIndex`-th memory, with its vector. */
 export function turnDraft(turn: Turn, place: TurnPlace, vector: Float32Array): UnitDraft {
   return {
-    record: {
+    // With its features, as the service's own writes store them (src/memory/unit-features.ts).
+    record: withStoredFeatures({
       id: randomUUID(),
       user_id: place.userId,
       text: turn.content,
@@ -41,7 +43,7 @@ export function turnDraft(turn: Turn, place: TurnPlace, vector: Float32Array): U
       request_id: place.requestId,
       message_index: place.messageIndex,
       model: place.model,
-    },
+    }),
     vector,
   };
 }

@@ -5,6 +5,7 @@ import { decodeVector, encodeVector } from '../store/stored-record.js';
 import { publicMemory, unitText } from './memory-records.js';
 import { APPEND, type ServiceContext } from './service-context.js';
 import { inStoredOrder } from './user-state.js';
+import { withStoredFeatures } from './unit-features.js';
 
 /** A user's memories out of the service (eval's peers, `memorypool export`) and back in (`memorypool import`). */
 
@@ -95,7 +96,7 @@ export async function importRecords(service: ServiceContext, records: readonly P
       await service.underLock(userId, async (current) => {
         const drafts: UnitDraft[] = batch
           .filter((record) => !current.records.has(record.id))
-          .map(({ vec, model: _model, ...memory }) => ({ record: { ...memory, model: service.embedder.modelId }, vector: vectorById.get(memory.id) ?? decodeVector(vec!) }));
+          .map(({ vec, model: _model, ...memory }) => ({ record: withStoredFeatures({ ...memory, model: service.embedder.modelId }), vector: vectorById.get(memory.id) ?? decodeVector(vec!) }));
         const result = (await service.store.append(userId, drafts))!;
         service.counted(drafts.length);
         service.cache.applyAppend(current, result, drafts.map(({ vector }) => vector));

@@ -1,6 +1,6 @@
 import type { RetrievalWeights } from '../retrieval/retrieval-config.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import { corpusUnit } from './memory-records.js';
+import { corpusUnit } from './corpus-units.js';
 import { planQuery, queryTexts } from './query-plan.js';
 import type { SearchRequest } from './types.js';
 

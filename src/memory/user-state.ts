@@ -1,7 +1,8 @@
 import { UserCorpus } from '../retrieval/corpus/user-corpus.js';
 import type { StoredRecord } from '../store/stored-record.js';
-import { compactRecord, corpusUnit, type SharedStrings } from './memory-records.js';
+import { compactRecord, type SharedStrings } from './memory-records.js';
 import { Mutex } from './mutex.js';
+import { corpusUnit } from './corpus-units.js';
 
 /** What a replica holds of one user: a cache of the store at `version`, searchable in memory. */
 export interface UserState {
@@ -67,10 +68,12 @@ export function admitUnits(
   units: ReadonlyArray<{ record: StoredRecord; vector: Float32Array | null }>,
   { strings, deferIndex = false }: { strings?: SharedStrings; deferIndex?: boolean } = {},
 ): void {
+  // Stored features are read once, into the corpus unit; the record keeps none.
+  const stored = units.map(({ record }) => record.fx);
   for (const { record } of units) {
-    // An earlier build's stored features (stored-record.ts, `fx`): set to undefined, not deleted,
-    // since `fx` sits mid-line and deleting a property other than the last turns the object into
-    // a slow dictionary (measured on every cached record of such a store: +45 MiB at 10,000 users).
+    // Set to undefined, not deleted: `fx` sits mid-line, and deleting a property other than the
+    // last turns the object into a slow dictionary (measured on every cached record of a store
+    // written with features: +45 MiB at 10,000 users).
     if (record.fx !== undefined) record.fx = undefined;
     delete record.vec;
     delete record.batch;
@@ -84,7 +87,7 @@ export function admitUnits(
     state.textChars += record.text.length;
     if (record.expires_at !== undefined) state.expiring++;
   }
-  const corpusUnits = units.map(({ record, vector }) => corpusUnit(record, vector, strings));
+  const corpusUnits = units.map(({ record, vector }, i) => corpusUnit(record, vector, strings, stored[i]));
   state.corpus.add(corpusUnits, deferIndex);
   // The BM25 index holds the terms now (each unit's distinct terms and counts); the list itself
   // (~150 bytes a unit) is never read again: these units are this state's own, never added twice.

@@ -4,6 +4,7 @@ import type { MemoryFields } from '../domain/memory.js';
 import { splitIntoUnits, type UnitText } from '../ingest/message-units.js';
 import type { UnitDraft } from '../store/memory-store.js';
 import type { ConversationAdd, NewMemory } from './types.js';
+import { withStoredFeatures } from './unit-features.js';
 
 /**
  * The records a write stores, built in one place: an add's memory and an Add's units differ
@@ -21,7 +22,8 @@ export function unitDraft(
   model: string,
 ): UnitDraft {
   return {
-    record: {
+    // With its features (unit-features.ts): a load reads them instead of deriving them again.
+    record: withStoredFeatures({
       id: randomUUID(),
       user_id: common.userId,
       text: common.text,
@@ -31,7 +33,7 @@ export function unitDraft(
       created_at: common.createdAt,
       ...extra,
       model,
-    },
+    }),
     vector,
   };
 }

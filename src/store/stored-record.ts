@@ -25,9 +25,10 @@ export interface StoredRecord extends MemoryFields {
    */
   history?: MemoryVersion[];
   /**
-   * The retrieval features builds 5f24138 to a77c27a stored with each memory they wrote (reverted
-   * since): kept in those lines as written, never answered, dropped by an update's rewrite and
-   * from a load's cached record; nothing reads it.
+   * What the service derived from the record's text for retrieval (terms and cues,
+   * src/memory/unit-features.ts), stored so that a load need not derive it again. Opaque to the
+   * stores, which keep it as written; checked against the record before it is used, dropped by an
+   * update (the next load derives the changed record's afresh); never in an answer.
    */
   fx?: unknown;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { corpusUnit, duplicateKey } from '../../src/memory/memory-records.js';
+import { corpusUnit } from '../../src/memory/corpus-units.js';
+import { duplicateKey } from '../../src/memory/memory-records.js';
 import { eventPeriod } from '../../src/retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../../src/retrieval/time-cues/time-expression.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
