@@ -554,10 +554,13 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
 
 /**
  * What the `record` column holds: the memory's fields in their order, id and user id included
- * (their key columns may hold digests), but the seq and the model, which have columns of their own.
+ * (their key columns may hold digests), but the seq and the model, which have columns of their own,
+ * and the stored features (`fx`, src/memory/unit-features.ts), which a load derives here instead:
+ * a row is ~2.65 KB, just under the ~2.7 KB at which a page holds three, and fx's ~200 bytes left
+ * two a page (the many-users bench's 10,000 users: 4,153 bytes a memory on disk against 3,262).
  */
 function recordColumn(record: StoredRecord): Omit<StoredRecord, 'seq' | 'model'> {
-  const { seq: _seq, model: _model, vec: _vec, history: _history, ...rest } = withoutWriteMarks(record);
+  const { seq: _seq, model: _model, vec: _vec, history: _history, fx: _fx, ...rest } = withoutWriteMarks(record);
   return rest;
 }
 
