@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../../bench/workload.js';
 import { mayNamePeriod, namedPeriod, periodNamed } from '../../../src/retrieval/time-cues/named-period.js';
 
 /**
@@ -21,21 +22,10 @@ const TOKENS = [
   '4th', '17th', '2023', '1999', '8', '12/05/2023', '2023-05-08', '3pm', '10:30',
 ];
 
-/** A seeded generator (mulberry32), so a failure names a text that reproduces. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('the hint before the named-period rules', () => {
   it('holds for every generated text a rule reads a period from, and leaves most texts without one unread', () => {
-    const next = random(30);
+    // Seeded, so a failure names a text that reproduces.
+    const next = mulberry32(30);
     let periods = 0;
     let withoutHint = 0;
     for (let i = 0; i < 20_000; i++) {
