@@ -41,10 +41,10 @@ const CLIENTS = 32;
  * took each run's Adds into the one-user phase's user (7,326 memories after ~38 runs, not "a warm
  * user of the same size"); v2 was written with stored unit features of version 1 (reverted then);
  * PostgreSQL's v3 kept every vector in the TOAST table (schema migration 8 keeps new rows' vectors
- * in the row); JSONL's v4 stores each memory's features (`fx`), as the service's writes do
- * (src/memory/unit-features.ts; PostgreSQL's rows hold none).
+ * in the row); JSONL's v4 stored each memory's features (`fx`) as an object, v5 as the string the
+ * service writes (src/memory/unit-features.ts; PostgreSQL's rows hold none).
  */
-const STORE_VERSIONS: Record<Kind, number> = { jsonl: 4, postgres: 4 };
+const STORE_VERSIONS: Record<Kind, number> = { jsonl: 5, postgres: 4 };
 /** V8's heap beyond the cache budget, as README "Sizing the cache" tells a server with a budget to run. */
 const HEAP_HEADROOM_MB = 160;
 const RUN = Date.now().toString(36);

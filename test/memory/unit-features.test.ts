@@ -68,9 +68,13 @@ describe('stored unit features', () => {
 
   it('uses what is stored when it matches the record, and derives again when the record changed or the stored set is not whole', () => {
     const record = RECORDS[2];
-    const features = stored(record) as { t: string; e?: unknown[] };
+    const features = stored(record) as string;
+    expect(typeof features).toBe('string');
     // The stored terms are the ones read (a marker no derivation makes proves the read path ran).
-    expect(corpusUnit(record, null, undefined, { ...features, t: 'marker' }).terms).toEqual(['marker']);
+    const head = features.slice(0, 16);
+    const mentions = features.slice(features.indexOf('\u001f'));
+    expect(mentions.length).toBeGreaterThan(1);
+    expect(corpusUnit(record, null, undefined, `${head}marker${mentions}`).terms).toEqual(['marker']);
     expect(readStoredFeatures(record, features)).not.toBeNull();
     // Every input of the derivation is in the fingerprint.
     expect(readStoredFeatures({ ...record, text: `${record.text} Really.` }, features)).toBeNull();
@@ -80,11 +84,35 @@ describe('stored unit features', () => {
     // A changed record read with the old set gets its own derivation, not the stale one.
     const changed = { ...record, text: 'Caroline bought a violin in Boston.' };
     expect(corpusUnit(changed, null, undefined, features)).toEqual(corpusUnit(changed, null));
-    // Sets that are not whole are ignored.
-    for (const broken of [null, 'x', {}, { ...features, t: ['terms'] }, { ...features, t: 1 }, { ...features, f: '1' }, { ...features, e: [['planet', 'a', 'A', 1]] }, { ...features, h: 42 }]) {
+    // Sets that are not whole are ignored: another type, a short one, flags out of range, no space
+    // after them, a mention of an unknown kind, with a field missing or one too many, the
+    // fingerprint changed, and the object form of FEATURES_VERSION 2.
+    const flagsAt = 14;
+    for (const broken of [
+      null,
+      42,
+      {},
+      'x',
+      features.slice(0, 15),
+      `${features.slice(0, flagsAt)}9${features.slice(flagsAt + 1)}`,
+      `${features.slice(0, flagsAt + 1)}_${features.slice(flagsAt + 2)}`,
+      `${head}a b\u001fplanet\u001da\u001dA\u001d1`,
+      `${head}a b\u001fperson\u001da\u001dA`,
+      `${head}a b\u001fperson\u001da\u001dA\u001d1\u001dx`,
+      `${head}a b\u001fperson\u001da\u001dA\u001dyes`,
+      `0000000${features.slice(7)}`,
+      { h: features.slice(0, 14), t: 'marker', f: 0 },
+    ]) {
       expect(readStoredFeatures(record, broken)).toBeNull();
       expect(corpusUnit(record, null, undefined, broken)).toEqual(corpusUnit(record, null));
     }
+  });
+
+  it('stores nothing for a mention that holds one of its separators, and reads the rest back', () => {
+    const record = recordOf('We met Ann\u001eMarie in Rome.', 'Tim', 40);
+    const mentions = deriveFeatures(record).entities;
+    if (mentions.some((mention) => /[\u001d-\u001f]/.test(mention.surface))) expect(withStoredFeatures(record).fx).toBeUndefined();
+    else expect(readStoredFeatures(record, stored(record))).toEqual(deriveFeatures(record));
   });
 
   it('changes FEATURES_VERSION whenever the derivation gives other features', () => {
@@ -92,7 +120,7 @@ describe('stored unit features', () => {
     // changed its output: stored features of the old derivation must not be read any more, so bump
     // FEATURES_VERSION (src/memory/unit-features.ts) and put the new digest and version here.
     const digest = createHash('sha256').update(JSON.stringify(RECORDS.map((record) => deriveFeatures(record)))).digest('hex').slice(0, 16);
-    expect({ version: FEATURES_VERSION, digest }).toEqual({ version: 2, digest: '84c0a4948ccea9a5' });
+    expect({ version: FEATURES_VERSION, digest }).toEqual({ version: 3, digest: '84c0a4948ccea9a5' });
   });
 
 });
@@ -148,8 +176,10 @@ describe('stored unit features in a data directory', () => {
     const users = path.join(dataDir, 'users');
     const [folder] = await readdir(users);
     const file = path.join(users, folder, 'memories.jsonl');
-    const lines = (await readFile(file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as StoredRecord & { fx: { e?: unknown[] } });
-    lines[8].fx.e = [['person', 'zebulon', 'Zebulon', 1]];
+    const lines = (await readFile(file, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as StoredRecord & { fx: string });
+    // The line's mentions replaced by one the text does not hold.
+    const fx = lines[8].fx;
+    lines[8].fx = `${fx.includes('\u001f') ? fx.slice(0, fx.indexOf('\u001f')) : fx}\u001fperson\u001dzebulon\u001dZebulon\u001d1`;
     await writeFile(file, lines.map((line) => JSON.stringify(line)).join('\n') + '\n');
 
     const reader = await openService({ dataDir });
