@@ -6,10 +6,9 @@ import type { StoredRecord } from '../store/stored-record.js';
 import { duplicateKey, NO_TAGS, shared, unitText, type SharedStrings } from './memory-records.js';
 import { featuresOf, type UnitFeatures } from './unit-features.js';
 
-/** A stored memory as retrieval's corpus holds it: its fields, its vector and its features (unit-features.ts). */
-
 /**
- * A stored record's unit. Its event period is resolved when first read, not at the load: only a
+ * A stored record's unit: what retrieval's corpus holds of it (its fields, its vector and its
+ * features, unit-features.ts). Its event period is resolved when first read, not at the load: only a
  * query naming a period reads it (the `eventPeriod` cue), and resolving it ran the time rules over
  * every text that says when at every cold load (about a tenth of a cold user's load, measured by
  * bench/cold-user-load.ts). The result is the same whenever it is read: the text and its date

@@ -27,8 +27,9 @@ export interface StoredRecord extends MemoryFields {
   /**
    * What the service derived from the record's text for retrieval (terms and cues,
    * src/memory/unit-features.ts), stored so that a load need not derive it again. Opaque to the
-   * stores, which keep it as written; checked against the record before it is used, dropped by an
-   * update (the next load derives the changed record's afresh); never in an answer.
+   * stores: the JSONL store keeps it as written, PostgreSQL's rows leave it out (postgres-store.ts,
+   * recordColumn). Checked against the record before it is used, dropped by an update (the next
+   * load derives the changed record's afresh); never in an answer.
    */
   fx?: unknown;
 }

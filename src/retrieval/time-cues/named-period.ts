@@ -47,7 +47,7 @@ export function namedPeriod(query: string, reference: Date = new Date()): TimePe
  * Every rule of period-rules.ts, BARE_YEAR and ANCHOR_DATE needs a digit or one of these words to
  * match, so a text with none names no period. Most questions have none, and every rule ran over
  * each one: ~45 µs a Search of the main thread's ~1.2 ms (a CPU profile of cached Searches, 2-vCPU
- * AMD EPYC). test/retrieval/time-cues/named-period.test.ts checks the rules never match without it.
+ * AMD EPYC). test/retrieval/time-cues/period-hint.test.ts checks the rules never match without it.
  */
 const PERIOD_HINT = new RegExp(
   String.raw`\d|\b(?:${MONTH}|${WEEKDAY}|${SEASON}|${UNIT}|weekends?|yesterday|today|tonight|night|morning|afternoon|evening)\b`,
