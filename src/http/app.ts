@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { MemoryApi } from '../memory/memory-api.js';
 import { Authenticator } from './auth.js';
 import { serializeAnswer } from './json-answer.js';
-import { JsonSyntaxError, parseJson } from './json-body.js';
+import { decodeBody, JsonSyntaxError, parseJson } from './json-body.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { registerConsoleRoutes } from './console-routes.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
@@ -47,8 +47,6 @@ const FASTIFY_CODES: Record<string, keyof typeof errors> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: 'MALFORMED_JSON',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'BAD_REQUEST',
 };
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Builds the app without listening: tests inject, only main.ts listens. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
@@ -123,7 +121,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (buffer.length === 0) return done(null, undefined);
     let text: string;
     try {
-      text = utf8.decode(buffer);
+      text = decodeBody(buffer);
     } catch {
       return done(createError('MALFORMED_JSON', 'Request body is not valid UTF-8'), undefined);
     }

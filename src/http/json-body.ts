@@ -1,3 +1,4 @@
+import { isAscii } from 'node:buffer';
 import { markLiteral } from '../protocol/number-literals.js';
 
 /**
@@ -18,8 +19,23 @@ export class JsonSyntaxError extends Error {
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
-const STRING_STOP = /["\\\u0000-\u001f]/g;
+// The longest run of characters a string may hold as they are (not a quote, a backslash or a
+// control character), matched at a position: V8 runs a negated class this way about twice as
+// fast as searching for the next stop, and both several times faster than a loop over charCodeAt
+// (1 MB: ~0.7, ~1.5 and ~3.6 ms).
+const STRING_RUN = /[^"\\\u0000-\u001f]*/y;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A body's text; throws on bytes that are not UTF-8. An all-ASCII body (most are: JSON escapes
+ * what is not) is read as Latin-1, the same characters at a sixth of the cost (1 MB: ~0.18 ms
+ * with the check, against ~1.1 for the strict UTF-8 decoder).
+ */
+export function decodeBody(buffer: Buffer): string {
+  return isAscii(buffer) ? buffer.toString('latin1') : utf8.decode(buffer);
+}
 
 export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
   let pos = 0;
@@ -39,16 +55,15 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
     pos++; // opening quote
     let out = '';
     for (;;) {
-      // Jump to the next quote, backslash or control character: a regular expression scans a
-      // multi-megabyte string several times faster than a loop over its characters.
-      STRING_STOP.lastIndex = pos;
-      const stop = STRING_STOP.exec(text);
-      if (stop === null) {
+      STRING_RUN.lastIndex = pos;
+      STRING_RUN.test(text);
+      const stop = STRING_RUN.lastIndex;
+      if (stop >= text.length) {
         pos = text.length;
         return fail('Unterminated string');
       }
-      out += text.slice(pos, stop.index);
-      pos = stop.index;
+      out += text.slice(pos, stop);
+      pos = stop;
       const c = text.charCodeAt(pos);
       if (c === 0x22) {
         pos++;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { JsonSyntaxError, parseJson } from '../../src/http/json-body.js';
+import { decodeBody, JsonSyntaxError, parseJson } from '../../src/http/json-body.js';
 import { writtenAsNonInteger } from '../../src/protocol/number-literals.js';
 
 describe('parseJson', () => {
@@ -32,5 +32,15 @@ describe('parseJson', () => {
     const body = parseJson(`{"a":${huge},"b":-${huge},"c":${huge}.5,"d":1e400,"e":5}`) as Record<string, number>;
     expect(body).toEqual({ a: Number.MAX_VALUE, b: -Number.MAX_VALUE, c: Number.MAX_VALUE, d: Number.MAX_VALUE, e: 5 });
     expect(['a', 'b', 'c', 'd', 'e'].map((key) => writtenAsNonInteger(body, key))).toEqual([false, false, true, true, false]);
+  });
+});
+
+describe('decodeBody', () => {
+  it('reads ASCII and UTF-8 bodies alike, and refuses bytes that are not UTF-8', () => {
+    for (const text of ['{"a":"plain ascii \\u00e9"}', '{"a":"été 😀 שלום"}', '', '\u007f\u0000']) {
+      expect(decodeBody(Buffer.from(text, 'utf8'))).toBe(text);
+    }
+    expect(() => decodeBody(Buffer.from([0x7b, 0xff, 0x7d]))).toThrow();
+    expect(() => decodeBody(Buffer.from([0x22, 0xc3]))).toThrow();
   });
 });
