@@ -18,7 +18,8 @@ export function dotsInto(query: Float32Array, slots: Int32Array | null, units: r
     vectors[k] = vector;
     if (vector.length !== query.length) uniform = false;
   }
-  if (uniform) return kernelDots(query, vectors, out);
+  // Every unit of the user, search after search: the kernel may keep them in its memory.
+  if (uniform) return kernelDots(query, vectors, out, slots === null);
   for (let k = 0; k < count; k++) out[k] = dot(query, vectors[k]);
 }
 

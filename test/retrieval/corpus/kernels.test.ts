@@ -80,4 +80,44 @@ describe('dot kernels', () => {
     dotsInto(query, null, asUnits(vectors), out);
     expect([...out]).toEqual([36, 20, -(0 * 1 + 1 * 2 + 2 * 3 + 3 * 4 + 4 * 5 + 5 * 6 + 6 * 7 + 7 * 8)]);
   });
+
+  describe("a user's whole list kept in the kernel's memory between calls", () => {
+    const random = (seed: number) => () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648) - 0.5;
+    const vectorsOf = (next: () => number, n: number, count: number) => Array.from({ length: count }, () => Float32Array.from({ length: n }, next));
+    const expectDots = (query: Float32Array, vectors: Float32Array[]) => {
+      const out = new Float64Array(vectors.length).fill(Number.NaN);
+      dotsInto(query, null, asUnits(vectors), out);
+      const wrong = vectors.filter((vector, k) => !Object.is(out[k], dot(query, vector))).length;
+      expect(wrong).toBe(0);
+    };
+
+    it('answers from the kept copy only while every vector is the same one: a replaced, added, removed or reordered vector is seen', () => {
+      const next = random(7);
+      const query = Float32Array.from({ length: 64 }, next);
+      const vectors = vectorsOf(next, 64, 400);
+      expectDots(query, vectors);
+      expectDots(query, [...vectors]);
+      // Another vector in the middle (a re-embedded unit) and the same first one: the kept rows must not answer for it.
+      const replaced = [...vectors];
+      replaced[200] = Float32Array.from({ length: 64 }, next);
+      expectDots(query, replaced);
+      expectDots(query, [...replaced, ...vectorsOf(next, 64, 3)]);
+      expectDots(query, replaced.slice(0, 300));
+      expectDots(query, [...replaced].reverse());
+      expectDots(query, vectors);
+    });
+
+    it('keeps several lists, empties itself when full, and starts again for another dimension', () => {
+      const next = random(11);
+      for (const n of [512, 384, 512]) {
+        const query = Float32Array.from({ length: n }, next);
+        // 12 lists of 1,000 vectors of 512: ~24 MB, more than the arena holds; each asked twice, in turns.
+        const lists = Array.from({ length: 12 }, () => vectorsOf(next, n, 1_000));
+        for (let round = 0; round < 2; round++) for (const list of lists) expectDots(query, list);
+      }
+      // Larger than the arena alone: scored a chunk at a time.
+      const query = Float32Array.from({ length: 4096 }, next);
+      expectDots(query, vectorsOf(next, 4096, 1_100));
+    });
+  });
 });
