@@ -142,7 +142,9 @@ export class WordNetReader {
   /** The index line of a lemma: the block that holds it by bisection of the blocks' first lemmas, then that block read and scanned. */
   private indexLine(pos: WordNetPos, lemma: string): string | null {
     const { fd, starts, keys } = this.index(pos);
-    const target = Buffer.from(lemma + ' ', 'utf8');
+    // "\n<lemma> ": the line sought, after the newline that ends the line before it.
+    const needle = Buffer.from(`\n${lemma} `, 'utf8');
+    const target = needle.subarray(1);
     // The last block whose first line sorts at or before the lemma (the licence header's lines start with spaces, sorting first).
     let low = 0;
     let high = keys.length - 1;
@@ -157,15 +159,19 @@ export class WordNetReader {
       }
     }
     if (block < 0) return null;
-    const bytes = Buffer.allocUnsafe(starts[block + 1]! - starts[block]!);
-    const read = readSync(fd, bytes, 0, bytes.length, starts[block]!);
-    for (let start = 0; start < read; ) {
-      let end = bytes.indexOf(10, start);
-      if (end < 0 || end > read) end = read;
-      if (end - start >= target.length && bytes.compare(target, 0, target.length, start, start + target.length) === 0) return bytes.toString('utf8', start, end);
-      start = end + 1;
+    const buffer = Buffer.allocUnsafe(starts[block + 1]! - starts[block]!);
+    const bytes = buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, starts[block]!));
+    // The lemma's line is the block's first or follows a newline: one search of the block for
+    // "\n<lemma> " rather than a comparison per line (a new query word probes several lemmas).
+    let start = -1;
+    if (bytes.length >= target.length && bytes.compare(target, 0, target.length, 0, target.length) === 0) start = 0;
+    else {
+      const after = bytes.indexOf(needle);
+      if (after >= 0) start = after + 1;
     }
-    return null;
+    if (start < 0) return null;
+    const end = bytes.indexOf(10, start);
+    return bytes.toString('utf8', start, end < 0 ? bytes.length : end);
   }
 
   private dataLine(pos: WordNetPos, offset: number): string {
