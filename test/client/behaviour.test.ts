@@ -43,12 +43,12 @@ describe('the TypeScript client against a socket that misbehaves on cue', () => 
   it.each(behaviourCases.map((entry) => [entry.name, entry] as const))('%s', async (_name, entry) => {
     server.arm(entry.replies);
     const client = new MemoryPoolClient({ url: server.url, retries: 2, timeoutMs: 2000, retryDelayMs: 1, maxRetryDelayMs: 5, token: '', ...entry.client });
-    const started = Date.now();
+    const started = performance.now();
     const outcome = await (client as any)[entry.call](...callArguments(entry.call, entry.args)).then(
       (result: unknown) => ({ result }),
       (error: unknown) => ({ error }),
     );
-    const elapsed = Date.now() - started;
+    const elapsed = performance.now() - started;
     const attempts = server.attempts();
     expect(attempts).toHaveLength(entry.expect.attempts);
     if (entry.expect.error) {

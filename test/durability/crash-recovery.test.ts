@@ -93,17 +93,17 @@ describe('crash recovery (SIGKILL under load)', () => {
     // write), so the restart also meets a cache that is older than the JSONL.
     for (let client = 0; client < CLIENTS; client++) await send(plannedAdd(client, 0));
     expect(acked.size).toBe(CLIENTS);
-    const cacheDeadline = Date.now() + 8_000;
+    const cacheDeadline = performance.now() + 8_000;
     const cached = async () => (await Promise.all(USERS.map((userId) => stat(store.cacheFilePath(userId, 'vectors.hnsw')).then(() => true, () => false)))).every(Boolean);
-    while (!(await cached()) && Date.now() < cacheDeadline) await sleep(100);
+    while (!(await cached()) && performance.now() < cacheDeadline) await sleep(100);
     expect(await cached()).toBe(true);
 
     // The storm: 32 clients adding as fast as they can; SIGKILL once enough were acknowledged.
     const ackedBeforeStorm = acked.size;
-    const stormDeadline = Date.now() + 10_000;
+    const stormDeadline = performance.now() + 10_000;
     let killed = false;
     const clients = Array.from({ length: CLIENTS }, async (_, client) => {
-      for (let n = 1; n <= MAX_ADDS_PER_CLIENT && !killed && Date.now() < stormDeadline; n++) {
+      for (let n = 1; n <= MAX_ADDS_PER_CLIENT && !killed && performance.now() < stormDeadline; n++) {
         const sent = send(plannedAdd(client, n));
         // Killed just after a request went out, so at least that Add is cut off: the server answers
         // so fast that every request in flight when an ack arrives may already be answered.

@@ -59,9 +59,9 @@ function startWorker(dataDir: string, userIds: readonly string[], tag: string, r
 }
 
 async function until(test: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   while (!test()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(10);
   }
 }

@@ -265,11 +265,11 @@ export async function startReceiver(): Promise<Receiver> {
     spans: () => [...spans],
     bodies: () => [...bodies],
     async waitFor(test, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = performance.now() + timeoutMs;
       for (;;) {
         const found = spans.find(test);
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`no such span within ${timeoutMs} ms; received: ${spans.map((span) => span.name).join(', ')}`);
+        if (performance.now() > deadline) throw new Error(`no such span within ${timeoutMs} ms; received: ${spans.map((span) => span.name).join(', ')}`);
         await sleep(25);
       }
     },

@@ -169,8 +169,11 @@ async function startOnce(options: StartOptions, port: number): Promise<ServerPro
     },
   };
 
-  const deadline = Date.now() + (options.startTimeoutMs ?? 20_000);
-  while (Date.now() < deadline) {
+  // Deadlines here and in the other helpers run on the monotonic clock: in one CI run a start
+  // failed "not healthy within the start timeout" 1.2 s after it began, its 20 s counted on
+  // Date.now(), which a step of the machine's wall clock (a VM's clock set right) moves at once.
+  const deadline = performance.now() + (options.startTimeoutMs ?? 20_000);
+  while (performance.now() < deadline) {
     if (!isRunning()) {
       await exited;
       throw new Error(`server exited before it was healthy (code ${child.exitCode}, signal ${child.signalCode}); stderr:\n${stderr}`);
@@ -227,11 +230,11 @@ export async function request(
 
 /** Waits until every user's HNSW index is attached and complete (the start's background work). */
 export async function waitForIndexes(server: { url: string }, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     const stats = (await request(`${server.url}/mem/stats`)).body as { per_user?: Array<{ index: { complete: boolean } }> };
     if ((stats.per_user ?? []).every((entry) => entry.index.complete)) return;
-    if (Date.now() > deadline) throw new Error('indexes still incomplete after the start');
+    if (performance.now() > deadline) throw new Error('indexes still incomplete after the start');
     await sleep(50);
   }
 }

@@ -69,9 +69,9 @@ export async function startReceiver(behave: (attempt: number, event: Received['e
     received,
     accepted,
     async waitFor(test, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
+      const deadline = performance.now() + timeoutMs;
       while (!test(received)) {
-        if (Date.now() > deadline) throw new Error(`the receiver did not get what was awaited; it got: ${JSON.stringify(received.map((entry) => [entry.event.id, entry.answer]))}`);
+        if (performance.now() > deadline) throw new Error(`the receiver did not get what was awaited; it got: ${JSON.stringify(received.map((entry) => [entry.event.id, entry.answer]))}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
