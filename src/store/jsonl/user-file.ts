@@ -8,6 +8,7 @@ import { VECTOR_SIDECAR_FILE } from '../vector-sidecar.js';
 import { fsyncPath, writeAtomically, writeFully } from './atomic-file.js';
 import { stampAt, stampAtNow, stampOf, type FileStamp } from './file-stamp.js';
 import type { UserLayout } from './layout.js';
+import { recordLine } from './record-lines.js';
 import { withSpan } from '../../telemetry/tracing.js';
 import type { SidecarWriter } from './sidecar-writer.js';
 
@@ -86,7 +87,7 @@ export async function appendRecords(
   if (records.length === 0) return null;
   await layout.ensureUserDir(userId);
   const file = layout.memoriesFile(userId);
-  const payload = Buffer.from(records.map((record) => JSON.stringify(record) + '\n').join(''), 'utf8');
+  const payload = Buffer.from(records.map(recordLine).join(''), 'utf8');
   let handle: FileHandle | undefined;
   let sizeBefore = -1;
   try {
@@ -145,7 +146,7 @@ async function writeRecords(handle: FileHandle, records: readonly StoredRecord[]
   let size = 0;
   for (const record of records) {
     // A rewritten file is whole by construction: the Add-completeness marker has done its job.
-    const line = JSON.stringify({ ...record, batch: undefined, batch_id: undefined }) + '\n';
+    const line = recordLine({ ...record, batch: undefined, batch_id: undefined });
     chunk.push(line);
     size += line.length;
     if (size > 1 << 20) {

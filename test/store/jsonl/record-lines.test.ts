@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { incompleteAddStart, parseLines, readRecordLines, type LineFault, type RecordLine } from '../../../src/store/jsonl/record-lines.js';
+import { incompleteAddStart, parseLines, readRecordLines, recordLine, type LineFault, type RecordLine } from '../../../src/store/jsonl/record-lines.js';
 import { encodeVector, type StoredRecord } from '../../../src/store/stored-record.js';
 
 function record(seq: number, extra: Partial<StoredRecord> = {}): StoredRecord {
@@ -8,7 +8,7 @@ function record(seq: number, extra: Partial<StoredRecord> = {}): StoredRecord {
 }
 
 const lines = (...items: Array<StoredRecord | string>): Buffer =>
-  Buffer.from(items.map((item) => (typeof item === 'string' ? item : JSON.stringify(item) + '\n')).join(''), 'utf8');
+  Buffer.from(items.map((item) => (typeof item === 'string' ? item : recordLine(item))).join(''), 'utf8');
 
 interface Walk {
   records: RecordLine[];
@@ -111,6 +111,33 @@ describe('readRecordLines (the one reading of a memory line, for every load path
         expect(cut.records.map(({ vec }) => (vec ? content.toString('latin1', vec.value, vec.close) : undefined))).toEqual(written.map((r) => r.vec));
       }),
       { numRuns: 60 },
+    );
+  });
+});
+
+describe('recordLine (a memory as the store writes its line)', () => {
+  it('is the record as JSON, one line, its base64 vector last and verbatim', () => {
+    const vec = encodeVector(Float32Array.from({ length: 512 }, (_, i) => Math.sin(i) * 0.1));
+    const stored = record(7, { vec, text: 'she said "hi" \\ then\nleft \u0001 ☃', metadata: { vec: 'AAAA', '"': ',"vec":"' } });
+    const line = recordLine(stored);
+    expect(line.endsWith(`,"vec":"${vec}"}\n`)).toBe(true);
+    expect(line.indexOf('\n')).toBe(line.length - 1);
+    expect(JSON.parse(line)).toEqual(stored);
+    expect(recordLine(record(1))).toBe(JSON.stringify(record(1)) + '\n');
+  });
+
+  it('stringifies a vec that is not whole base64, so that any string survives', () => {
+    const odd = ['AAAA"AAA', 'AAAA\\AAA', 'AAAA\u0001AAA', 'AAAA\ud800AAA', 'AAAA AAA', 'AAAA\nAAA', 'AA==AAAA', 'A=AA', 'AAA', 'AAA\u0000', 'AAA\ud841', 'AAA\u0141', '\ud841\udc41AAAAAA', 'é', '', '-_-_'];
+    // Through the bytes a file holds: a lone surrogate written raw would come back as U+FFFD.
+    const reread = (line: string): unknown => JSON.parse(Buffer.from(line, 'utf8').toString('utf8'));
+    for (const vec of odd) expect(reread(recordLine(record(0, { vec })))).toEqual(record(0, { vec }));
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary', maxLength: 16 }), fc.string({ unit: fc.constantFrom('A', '=', '+', '\u0000', '\ud841', '\u0141', '"'), maxLength: 12 })), (vec) => {
+        const line = recordLine(record(0, { vec }));
+        expect(line.indexOf('\n')).toBe(line.length - 1);
+        expect(reread(line)).toEqual(record(0, { vec }));
+      }),
+      { numRuns: 300 },
     );
   });
 });
