@@ -42,9 +42,10 @@ const CLIENTS = 32;
  * user of the same size"); v2 was written with stored unit features of version 1 (reverted then);
  * PostgreSQL's v3 kept every vector in the TOAST table (schema migration 8 keeps new rows' vectors
  * in the row); JSONL's v4 stored each memory's features (`fx`) as an object, v5 as the string the
- * service writes (src/memory/unit-features.ts; PostgreSQL's rows hold none).
+ * service writes (src/memory/unit-features.ts); PostgreSQL's v5 stores them too, in
+ * memory_features (migration 9), which v4 has empty (every memory derived at its load).
  */
-const STORE_VERSIONS: Record<Kind, number> = { jsonl: 5, postgres: 4 };
+const STORE_VERSIONS: Record<Kind, number> = { jsonl: 5, postgres: 5 };
 /** V8's heap beyond the cache budget, as README "Sizing the cache" tells a server with a budget to run. */
 const HEAP_HEADROOM_MB = 160;
 const RUN = Date.now().toString(36);

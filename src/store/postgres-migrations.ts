@@ -228,4 +228,25 @@ $$;
 ${Array.from({ length: PARTITIONS }, (_, i) => `ALTER TABLE memories_p${i} SET (toast_tuple_target = 8160);`).join('\n')}
 `,
   },
+  {
+    version: 9,
+    name: "a memory's stored features (fx) in a narrow table of their own: a load reads them instead of deriving them",
+    sql: `
+-- What retrieval derives from a memory's text (src/memory/unit-features.ts: its terms and cues,
+-- ~30 µs a memory), stored at the write as the JSONL store keeps it in the line, so that a
+-- replica loading a cold user reads it back instead of deriving it. Not a column of memories: a
+-- row there is ~2.65 KB, just under the size at which a page holds three, and ~200 bytes more
+-- left two a page (~4.1 KB a memory on disk against ~3.3). Keyed by the memory's seq: an update
+-- moves the memory's row to a new seq and its features with it (the fingerprint in fx rejects
+-- them if the text changed); a deletion removes them. A memory written before this version, or
+-- by a replica of an earlier one, has none and is derived as before.
+CREATE TABLE memory_features (
+  user_id text NOT NULL,
+  seq bigint NOT NULL,
+  fx text NOT NULL,
+  PRIMARY KEY (user_id, seq)
+) PARTITION BY HASH (user_id);
+${hashPartitions('memory_features')}
+`,
+  },
 ];

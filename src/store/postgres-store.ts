@@ -52,6 +52,8 @@ interface MemoryRow {
   record: Omit<StoredRecord, 'seq' | 'model'>;
   vector: Buffer;
   model: string;
+  /** The memory's stored features (memory_features), when a load asked for them and it has them. */
+  fx?: string | null;
 }
 
 /**
@@ -280,8 +282,9 @@ export class PostgresStore implements MemoryStore {
   /** One statement, so the version, the count and the rows are of one snapshot. */
   async changesSince(userId: string, fromSeq: number): Promise<UserChanges> {
     const { rows } = await this.query<Partial<MemoryRow> & { version: string; memory_count: string }>(
-      `SELECT u.version, u.memory_count, m.seq, m.id, m.record, m.vector, m.model
+      `SELECT u.version, u.memory_count, m.seq, m.id, m.record, m.vector, m.model, f.fx
          FROM users u LEFT JOIN memories m ON m.user_id = u.user_id AND m.seq >= $2
+              LEFT JOIN memory_features f ON f.user_id = m.user_id AND f.seq = m.seq
         WHERE u.user_id = $1
         ORDER BY m.seq`,
       [encodeKey(userId), fromSeq],
@@ -353,6 +356,7 @@ export class PostgresStore implements MemoryStore {
         `UPDATE memories SET seq = $3, record = $4::json, vector = coalesce($5::bytea, vector), model = $6 WHERE user_id = $1 AND id = $2`,
         [userKey, idKey, record.seq, encodeJson(recordColumn(record)), patch.vector ? vectorBytes(patch.vector) : null, encodeText(record.model ?? '')],
       );
+      await moveFeatures(client, userKey, [{ from: old.seq, to: record.seq }]);
       await client.query('UPDATE users SET next_seq = next_seq + 1, version = version + 1 WHERE user_id = $1', [userKey]);
       await recordChanges(client, [{ type: 'updated', at: patch.updatedAt, user_id: userId, memory_id: id, version: record.version ?? 1 }]);
       return { record, previousSeq: old.seq, previousVersion, version: previousVersion + 1 };
@@ -388,12 +392,14 @@ export class PostgresStore implements MemoryStore {
           encodeText(record.model ?? ''),
         ]);
       }
+      if (plan.updated.size > 0) await moveFeatures(client, userKey, [...plan.updated.values()].map(({ record }) => ({ from: held.get(record.id)!.seq, to: record.seq })));
       const replaced = [...plan.updated.values()].flatMap(({ record, replaced }) => replaced.map((entry) => ({ id: record.id, entry })));
       if (replaced.length > 0) await insertVersions(client, userKey, replaced);
       if (plan.removed.length > 0) {
         const ids = plan.removed.map(({ id }) => encodeKey(id));
         await client.query('DELETE FROM memories WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, ids]);
         await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, ids]);
+        await client.query('DELETE FROM memory_features WHERE user_id = $1 AND seq = ANY($2::bigint[])', [userKey, plan.removed.map(({ seq }) => seq)]);
       }
       const changed = plan.added.length > 0 || plan.updated.size > 0 || plan.removed.length > 0;
       if (!changed) return { previousVersion, version: previousVersion, outcomes: plan.outcomes };
@@ -421,6 +427,7 @@ export class PostgresStore implements MemoryStore {
       await client.query('DELETE FROM memories WHERE user_id = $1', [userKey]);
       await client.query('DELETE FROM add_requests WHERE user_id = $1', [userKey]);
       await client.query('DELETE FROM memory_versions WHERE user_id = $1', [userKey]);
+      await client.query('DELETE FROM memory_features WHERE user_id = $1', [userKey]);
       await client.query('DELETE FROM user_figures WHERE user_id = $1', [userKey]);
       await client.query('UPDATE users SET version = version + 1, memory_count = 0 WHERE user_id = $1', [userKey]);
       const held = Number(rows[0].memory_count);
@@ -463,6 +470,7 @@ export class PostgresStore implements MemoryStore {
       if (rows.length === 0) return { removed: [], previousVersion, version: previousVersion };
       // A deleted memory is gone for good: its history goes in the same transaction.
       await client.query('DELETE FROM memory_versions WHERE user_id = $1 AND id = ANY($2::text[])', [userKey, rows.map((row) => encodeKey(row.id))]);
+      await client.query('DELETE FROM memory_features WHERE user_id = $1 AND seq = ANY($2::bigint[])', [userKey, rows.map((row) => row.seq)]);
       await client.query('UPDATE users SET version = version + 1, memory_count = memory_count - $2 WHERE user_id = $1', [userKey, rows.length]);
       const at = new Date().toISOString();
       await recordChanges(client, rows.map((row) => ({ type, at, user_id: userId, memory_id: row.id, version: null })));
@@ -532,6 +540,7 @@ function storedUnit(userId: string, row: MemoryRow, vector: Float32Array): Store
   record.user_id ??= userId;
   record.seq = Number(row.seq);
   record.model = row.model;
+  if (typeof row.fx === 'string') record.fx = row.fx;
   return { record, vector };
 }
 
@@ -555,8 +564,8 @@ function vectorSlab(vectors: readonly Buffer[]): Float32Array[] {
 /**
  * What the `record` column holds: the memory's fields in their order, id and user id included
  * (their key columns may hold digests), but the seq and the model, which have columns of their own,
- * and the stored features (`fx`, src/memory/unit-features.ts), which a load derives here instead:
- * a row is ~2.65 KB, just under the ~2.7 KB at which a page holds three, and fx's ~200 bytes left
+ * and the stored features (`fx`, src/memory/unit-features.ts), which go to memory_features: a
+ * row is ~2.65 KB, just under the ~2.7 KB at which a page holds three, and fx's ~200 bytes left
  * two a page (the many-users bench's 10,000 users: 4,153 bytes a memory on disk against 3,262).
  */
 function recordColumn(record: StoredRecord): Omit<StoredRecord, 'seq' | 'model'> {
@@ -590,6 +599,27 @@ async function insertRecords(client: pg.PoolClient, userKey: string, units: Read
       units.map(({ vector }) => vectorBytes(vector)),
       units.map(({ record }) => encodeText(record.model ?? '')),
     ],
+  );
+  const featured = units.filter(({ record }) => typeof record.fx === 'string');
+  if (featured.length === 0) return;
+  await client.query(
+    `INSERT INTO memory_features (user_id, seq, fx)
+     SELECT $1, t.seq, t.fx FROM unnest($2::bigint[], $3::text[]) AS t(seq, fx)
+     ON CONFLICT (user_id, seq) DO UPDATE SET fx = EXCLUDED.fx`,
+    [userKey, featured.map(({ record }) => record.seq), featured.map(({ record }) => encodeText(record.fx as string))],
+  );
+}
+
+/**
+ * An updated memory's stored features, moved with it to its new seq: still its own when the
+ * update left its text, speaker, time and tags alone; otherwise the fingerprint in them no longer
+ * matches and a load derives the memory's features again (as it does for one the JSONL store rewrote).
+ */
+async function moveFeatures(client: pg.PoolClient, userKey: string, moves: ReadonlyArray<{ from: number; to: number }>): Promise<void> {
+  await client.query(
+    `UPDATE memory_features f SET seq = t.to_seq FROM unnest($2::bigint[], $3::bigint[]) AS t(from_seq, to_seq)
+      WHERE f.user_id = $1 AND f.seq = t.from_seq`,
+    [userKey, moves.map(({ from }) => from), moves.map(({ to }) => to)],
   );
 }
 

@@ -18,7 +18,9 @@ import { projectRoot, request, startServerProcess } from '../support/server-proc
  * format of today, with an updated memory's history); records holding the stored unit
  * features `fx` (a77c27a, reverted since: a field this build ignores); migrations 4 and 5,
  * the change feed's events and the webhooks' table (b0c5a0b, the schema before `user_figures`);
- * and migration 6, `user_figures` (d7d3180, the schema before `memorypool_record_changes`).
+ * migration 6, `user_figures` (d7d3180, the schema before `memorypool_record_changes`); and
+ * migrations 7 and 8, the events' function and the vectors kept in their rows (ecee9ac, the
+ * schema before `memory_features`: its memories have no stored features and are derived).
  */
 
 const FIXTURES = path.join(projectRoot, 'test/fixtures/postgres');
@@ -27,7 +29,7 @@ describe('PostgreSQL databases of earlier builds', async () => {
   const commits = (await readdir(FIXTURES)).sort();
 
   it('are there: one per migration the PostgreSQL store went through', () => {
-    expect(commits).toEqual(['03410a9', '72b6758', '976f29a', 'a77c27a', 'b0c5a0b', 'd7d3180']);
+    expect(commits).toEqual(['03410a9', '72b6758', '976f29a', 'a77c27a', 'b0c5a0b', 'd7d3180', 'ecee9ac']);
   });
 
   for (const commit of commits) {
