@@ -97,11 +97,11 @@ describe('MemoryService on PostgreSQL', () => {
       const partitioned = await client.query<{ relname: string }>(
         "SELECT c.relname FROM pg_partitioned_table p JOIN pg_class c ON c.oid = p.partrelid WHERE p.partstrat = 'h' ORDER BY c.relname",
       );
-      expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_changes', 'memory_versions', 'user_figures', 'users']);
+      expect(partitioned.rows.map((row) => row.relname)).toEqual(['add_requests', 'memories', 'memory_changes', 'memory_features', 'memory_versions', 'user_figures', 'users']);
       expect((await client.query('SELECT version FROM schema_migrations ORDER BY version')).rows).toEqual(
         MIGRATIONS.map((migration) => ({ version: migration.version })),
       );
-      expect(MIGRATIONS.map((migration) => migration.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+      expect(MIGRATIONS.map((migration) => migration.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     });
   });
 });

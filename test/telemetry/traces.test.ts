@@ -180,13 +180,15 @@ describe('OpenTelemetry traces', () => {
     const append = only(spans, 'memorypool.store.append', only(spans, 'memorypool.add'));
     expect(append.attributes).toMatchObject({ 'memorypool.store': 'postgresql', 'db.system.name': 'postgresql' });
     const statements = spans.filter((span) => span.parentSpanId === append.spanId);
-    // The memory's rows, then the change feed's counter and event (one call), last before COMMIT.
-    expect(statements.map((span) => span.name)).toEqual(['BEGIN', 'INSERT', 'INSERT', 'INSERT', 'SELECT', 'COMMIT']);
+    // The request id, the user, the memory's rows and their stored features, then the change
+    // feed's counter and event (one call), last before COMMIT.
+    expect(statements.map((span) => span.name)).toEqual(['BEGIN', 'INSERT', 'INSERT', 'INSERT', 'INSERT', 'SELECT', 'COMMIT']);
     for (const statement of statements) {
       within(statement, append);
       expect(statement.attributes).toMatchObject({ 'db.system.name': 'postgresql', 'db.operation.name': statement.name });
     }
     expect(statements.some((span) => String(span.attributes['db.query.text']).includes('INSERT INTO memories'))).toBe(true);
+    expect(statements.some((span) => String(span.attributes['db.query.text']).includes('INSERT INTO memory_features'))).toBe(true);
     expect(String(statements.at(-2)?.attributes['db.query.text'])).toContain('memorypool_record_changes(');
     expect(strings(spans).filter((value) => value.includes(USER) || value.includes('Caroline'))).toEqual([]);
   }, 60_000);
