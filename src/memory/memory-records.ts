@@ -7,9 +7,28 @@ export function unitText(record: MemoryFields): UnitText {
   return {
     text: record.text,
     role: record.role,
-    timeMs: Date.parse(record.occurred_at ?? record.created_at),
+    timeMs: instantMs(record.occurred_at ?? record.created_at),
     tags: record.tags,
   };
+}
+
+let lastInstant = '';
+let lastInstantMs = NaN;
+
+/**
+ * `Date.parse` of a stored time, the last one remembered: a load reads each memory's time twice
+ * (its features' fingerprint, its corpus unit) and a session's memories share one, so most
+ * calls are a comparison rather than a parse (~0.6 µs). Only a UTC instant (`…Z`, as every
+ * stored time is written) is remembered: any other form may read differently once `TZ` changes.
+ */
+export function instantMs(value: string): number {
+  if (value === lastInstant) return lastInstantMs;
+  const ms = Date.parse(value);
+  if (value.endsWith('Z')) {
+    lastInstant = value;
+    lastInstantMs = ms;
+  }
+  return ms;
 }
 
 /**

@@ -124,17 +124,35 @@ export function readStoredFeatures(record: MemoryFields, stored: unknown): UnitF
   if (flags < 0 || flags > 7) return null;
   const mentionsAt = stored.indexOf(SEPARATOR, FINGERPRINT_LENGTH + 2);
   const terms = stored.slice(FINGERPRINT_LENGTH + 2, mentionsAt === -1 ? stored.length : mentionsAt);
-  const entities: EntityMention[] = [];
-  if (mentionsAt !== -1) {
-    for (const mention of stored.slice(mentionsAt + 1).split(MENTION)) {
-      const [kind, key, surface, confident, ...rest] = mention.split(FIELD);
-      if (rest.length > 0 || !KINDS.has(kind) || key === undefined || surface === undefined || (confident !== '1' && confident !== '0')) return null;
-      entities.push({ key, surface, kind: kind as EntityKind, confident: confident === '1' });
-    }
-  }
+  const entities = mentionsAt === -1 ? [] : readMentions(stored, mentionsAt + 1);
+  if (entities === null) return null;
   // Last, as the dearest check: the shape alone never vouches for the content.
   if (stored.slice(0, FINGERPRINT_LENGTH) !== fingerprint(record)) return null;
   return { terms: terms === '' ? [] : terms.split(' '), hasTimeExpression: (flags & TIME) !== 0, isQuestion: (flags & QUESTION) !== 0, firstPerson: (flags & FIRST_PERSON) !== 0, entities };
+}
+
+/**
+ * The mentions stored from `from` on: each `kind FIELD key FIELD surface FIELD 1|0`, joined by
+ * MENTION; null when one is not of that shape. Found by `indexOf` rather than two levels of
+ * `split` (2.3 against 0.8 µs a memory of LoCoMo turns, a scratch loop: a load does it for each).
+ */
+function readMentions(stored: string, from: number): EntityMention[] | null {
+  const entities: EntityMention[] = [];
+  for (let at = from; ; ) {
+    const next = stored.indexOf(MENTION, at);
+    const end = next === -1 ? stored.length : next;
+    const afterKind = stored.indexOf(FIELD, at);
+    const afterKey = afterKind === -1 ? -1 : stored.indexOf(FIELD, afterKind + 1);
+    const afterSurface = afterKey === -1 ? -1 : stored.indexOf(FIELD, afterKey + 1);
+    // Three fields then one character, all before the mention's end.
+    if (afterSurface === -1 || afterSurface + 2 !== end) return null;
+    const kind = stored.slice(at, afterKind);
+    const confident = stored.charCodeAt(afterSurface + 1);
+    if (!KINDS.has(kind) || (confident !== 49 && confident !== 48)) return null;
+    entities.push({ key: stored.slice(afterKind + 1, afterKey), surface: stored.slice(afterKey + 1, afterSurface), kind: kind as EntityKind, confident: confident === 49 });
+    if (next === -1) return entities;
+    at = next + 1;
+  }
 }
 
 /** The features of a record: the stored ones when they hold, derived otherwise. */

@@ -365,8 +365,9 @@ export class JsonlMemoryStore implements MemoryStore {
   private async readUser(userId: string): Promise<UserSnapshot> {
     const loaded = await this.readRepairing(userId, (repair) => this.files.loadUnits(userId, { repair }));
     const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
-    // History stays on disk: a cache never needs it (`history` reads it when asked).
-    const units: StoredUnit[] = loaded.records.map(({ history: _history, ...record }, i) => ({ record: withoutWriteMarks(record), vector: loaded.vectors[i] }));
+    // History stays on disk: a cache never needs it (`history` reads it when asked). One copy of
+    // each record without it and the write marks (as `withoutWriteMarks`), not one copy for each.
+    const units: StoredUnit[] = loaded.records.map(({ history: _history, batch: _batch, batch_id: _batchId, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
     return { version: head?.version ?? 0, units, release: loaded.release };
   }
 

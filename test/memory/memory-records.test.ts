@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { corpusUnit } from '../../src/memory/corpus-units.js';
-import { duplicateKey } from '../../src/memory/memory-records.js';
+import { duplicateKey, instantMs } from '../../src/memory/memory-records.js';
 import { eventPeriod } from '../../src/retrieval/time-cues/named-period.js';
 import { hasTimeExpression } from '../../src/retrieval/time-cues/time-expression.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
@@ -38,6 +38,28 @@ describe('duplicateKey', () => {
       let text = '';
       for (let n = Math.floor(next() * 8); n > 0; n--) text += chars[Math.floor(next() * chars.length)];
       expect(duplicateKey(text), JSON.stringify(text)).toBe(collapsed(text));
+    }
+  });
+});
+
+describe('instantMs', () => {
+  it('is Date.parse of each value in turn, a repeated one included', () => {
+    const values = ['2023-05-09T10:00:00.000Z', '2023-05-09T10:00:00.000Z', '2024-02-29T23:59:59.999Z', 'not a date', '2023-05-09T10:00:00.000Z', '', '2023-05-09T10:00:00.000+02:00', '2023-05-09T10:00:00.000+02:00'];
+    for (const value of values) expect(instantMs(value), value).toBe(Date.parse(value));
+  });
+
+  it('remembers no local time: one read again after TZ changes is parsed in the new zone', () => {
+    const zone = process.env.TZ;
+    try {
+      process.env.TZ = 'UTC';
+      const local = '2023-05-09T10:00:00';
+      expect(instantMs(local)).toBe(Date.parse(local));
+      process.env.TZ = 'Asia/Tokyo';
+      expect(instantMs(local)).toBe(Date.parse(local));
+      expect(instantMs(local)).toBe(Date.UTC(2023, 4, 9, 1));
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
     }
   });
 });

@@ -108,6 +108,38 @@ describe('stored unit features', () => {
     }
   });
 
+  it('reads stored mentions as their plain definition does (split by MENTION, then FIELD), whatever the bytes', () => {
+    // The definition the reader's indexOf walk must match: four fields, a known kind, a 1 or a 0.
+    const KINDS = new Set(['person', 'title', 'name']);
+    const plain = (mentions: string): Array<{ key: string; surface: string; kind: string; confident: boolean }> | null => {
+      const out = [];
+      for (const mention of mentions.split('\u001e')) {
+        const [kind, key, surface, confident, ...rest] = mention.split('\u001d');
+        if (rest.length > 0 || !KINDS.has(kind) || key === undefined || surface === undefined || (confident !== '1' && confident !== '0')) return null;
+        out.push({ key, surface, kind, confident: confident === '1' });
+      }
+      return out;
+    };
+    const record = RECORDS[0];
+    const head = (withStoredFeatures(record).fx as string).split('\u001f')[0];
+    const pieces = ['person', 'name', 'title', 'planet', 'a', 'Ann', '', '1', '0', '10', '\u001d', '\u001d', '\u001e', '\u001f'];
+    let seed = 11;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    let read = 0;
+    for (let i = 0; i < 20_000; i++) {
+      let mentions = '';
+      for (let n = 1 + Math.floor(next() * 9); n > 0; n--) mentions += pieces[Math.floor(next() * pieces.length)];
+      if (i % 2 === 0) mentions = `person\u001d${mentions}\u001d1`;
+      const expected = plain(mentions);
+      const features = readStoredFeatures(record, `${head}\u001f${mentions}`);
+      expect(features?.entities ?? null, JSON.stringify(mentions)).toEqual(expected);
+      if (expected !== null) read++;
+    }
+    // The walk met both outcomes often.
+    expect(read).toBeGreaterThan(500);
+    expect(read).toBeLessThan(19_500);
+  });
+
   it('stores nothing for a mention that holds one of its separators, and reads the rest back', () => {
     const record = recordOf('We met Ann\u001eMarie in Rome.', 'Tim', 40);
     const mentions = deriveFeatures(record).entities;

@@ -57,6 +57,13 @@ export interface VecMember {
 
 /** The record's own `vec` member in the line [start, end); null when it has none. */
 export function vecMember(content: Buffer, start: number, end: number): VecMember | null {
+  const first = indexIn(content, VEC_KEY, start, end);
+  if (first === -1) return null;
+  // Where a line written by recordLine has it: last, its string closing right before the line's
+  // final brace. That brace closes the line's object, whose last member it is, so it is the
+  // record's own member without counting how deep the key stands (~2.4 µs of bytes walked a memory).
+  const firstClose = indexIn(content, 0x22, first + VEC_KEY.length, end);
+  if (firstClose === end - 2 && content[end - 1] === 0x7d) return { key: first, close: firstClose, value: first + VEC_KEY.length };
   const key = recordVecKey(content, start, end);
   if (key === -1 || key >= end) return null;
   const value = key + VEC_KEY.length;

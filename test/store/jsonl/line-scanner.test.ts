@@ -11,6 +11,23 @@ describe('vecMember and withoutMember', () => {
     expect(JSON.parse(withoutMember(bytes, 0, bytes.length, member))).toEqual({ id: 'a', text: 'x ,"vec":" y', metadata: { vec: 'nested' }, model: 'm' });
   });
 
+  it('find it last, where a line is written, and anywhere else at the top level, never a nested one', () => {
+    const vec = 'AAAAgD8=';
+    const record = { id: 'a', text: 'x ,"vec":" y', metadata: { vec: 'nested', other: { vec: 'deeper' } } };
+    // Last (the writer's place), second, between: the same member and the same rest.
+    for (const value of [{ ...record, vec }, { id: 'a', vec, ...record }, { id: 'a', text: record.text, vec, metadata: record.metadata }]) {
+      const bytes = line(value);
+      const member = vecMember(bytes, 0, bytes.length)!;
+      expect(bytes.toString('latin1', member.value, member.close), JSON.stringify(value)).toBe(vec);
+      expect(JSON.parse(withoutMember(bytes, 0, bytes.length, member))).toEqual(record);
+    }
+    // A nested one whose string closes right before the line's end is not the record's own.
+    for (const value of [{ id: 'a', metadata: { vec } }, { id: 'a', metadata: { a: { vec } } }, { id: 'a', tags: [{ vec }] }]) {
+      const bytes = line(value);
+      expect(vecMember(bytes, 0, bytes.length), JSON.stringify(value)).toBeNull();
+    }
+  });
+
   it('find none in a record without one, whatever its text and metadata spell', () => {
     for (const value of [{ id: 'a' }, { id: 'a', metadata: { vec: 'AAAA' } }, { id: 'a', text: ',"vec":"AAAA"' }, { id: 'a', tags: [{ vec: 'x' }] }]) {
       const bytes = line(value);
