@@ -7,7 +7,9 @@
  * RSS against the budget; disk bytes and files per memory. Each target a ratio of one run.
  *
  *   npm run bench -- --many-users [--quick]
- *   node dist/bench/many-users.js [--quick] [--users 10000] [--stores <dir>] [--store jsonl|postgres|both] [--out <dir>]
+ *   node dist/bench/many-users.js [--quick] [--users 10000] [--stores <dir>] [--store jsonl|postgres|both] [--out <dir>] [--profile]
+ *
+ * `--profile` runs every server with `--cpu-prof`, the profiles under `<out>/profiles`.
  *
  * The stores are written straight through each store's `append` (many-users-store.ts) once and
  * kept under `--stores` (default: /tmp/memorypool-many-users), keyed by their inputs, so a later
@@ -554,6 +556,7 @@ async function standalone(): Promise<void> {
       stores: { type: 'string' },
       store: { type: 'string', default: 'both' },
       out: { type: 'string' },
+      profile: { type: 'boolean', default: false },
     },
   });
   const plan = { ...MANY_USERS_PLANS[values.quick ? 'quick' : 'full'] };
@@ -567,7 +570,8 @@ async function standalone(): Promise<void> {
   const workDir = await mkdtemp(path.join(os.tmpdir(), 'memorypool-many-users-run-'));
   try {
     const workload = await loadWorkload(DEFAULT_LOCOMO);
-    const result = await measureManyUsers({ workDir, storesDir: values.stores, stores: kinds, workload, plan, nodeArgs: [], progress, warn: (message) => warnings.push(message) });
+    const nodeArgs = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${path.join(outDir, 'profiles')}`] : [];
+    const result = await measureManyUsers({ workDir, storesDir: values.stores, stores: kinds, workload, plan, nodeArgs, progress, warn: (message) => warnings.push(message) });
     const summary = { bench: 'memorypool-many-users', cpu_model: os.cpus()[0]?.model, load_avg_at_end: os.loadavg(), warnings, ...result };
     await writeFile(path.join(outDir, 'bench-many-users.json'), JSON.stringify(summary, null, 2) + '\n');
     process.stdout.write(JSON.stringify(summary, null, 2) + '\n');
