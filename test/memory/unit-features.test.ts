@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MemoryFields } from '../../src/domain/memory.js';
 import { corpusUnit } from '../../src/memory/corpus-units.js';
-import { deriveFeatures, FEATURES_VERSION, readStoredFeatures, withStoredFeatures } from '../../src/memory/unit-features.js';
+import { deriveFeatures, FEATURES_VERSION, fingerprint, readStoredFeatures, withStoredFeatures } from '../../src/memory/unit-features.js';
 import type { StoredRecord } from '../../src/store/stored-record.js';
 import { openService, tempDir } from '../support/helper.js';
 import { TWO_SERVICES } from '../support/two-services.js';
@@ -106,6 +106,13 @@ describe('stored unit features', () => {
       expect(readStoredFeatures(record, broken)).toBeNull();
       expect(corpusUnit(record, null, undefined, broken)).toEqual(corpusUnit(record, null));
     }
+  });
+
+  it('fingerprints a record as every store written so far holds it (another hash would derive every stored memory again, at every load)', () => {
+    const base = { id: 'm', user_id: 'u', importance: 0.5, source: 'add', created_at: '2023-05-09T12:00:00.000Z', seq: 0 };
+    expect(fingerprint({ ...base, text: 'I went hiking with my sister yesterday!', role: 'Caroline', tags: [], occurred_at: '2023-05-09T13:56:00.000Z' })).toBe('1kzzt330z159ji');
+    expect(fingerprint({ ...base, text: 'ok', tags: ['Outdoors', 'pets'] })).toBe('12f0mje18eovki');
+    expect(fingerprint({ ...base, text: 'Ünïcode ☃ \ud83d\ude00 text', role: 'Jon', tags: [], occurred_at: 'not a date' })).toBe('0n5xlpk1gyetul');
   });
 
   it('reads stored mentions as their plain definition does (split by MENTION, then FIELD), whatever the bytes', () => {
