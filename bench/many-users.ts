@@ -171,36 +171,29 @@ async function withStore<T>(open: () => MemoryStore, work: (store: MemoryStore) 
   }
 }
 
-/** A kept PostgreSQL whose store was not finished: its tables dropped, so the write starts clean. */
-async function resetDatabase(url: string): Promise<void> {
+/** Runs `work` on a connection of its own to the database at `url`, closed after. */
+async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
-    await client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public');
+    return await work(client);
   } finally {
     await client.end();
   }
+}
+
+/** A kept PostgreSQL whose store was not finished: its tables dropped, so the write starts clean. */
+async function resetDatabase(url: string): Promise<void> {
+  await withClient(url, (client) => client.query('DROP SCHEMA public CASCADE; CREATE SCHEMA public'));
 }
 
 /** A plain VACUUM of the database (untimed): its dead rows' space reusable by the next run's writes. */
 async function vacuum(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query('VACUUM');
-  } finally {
-    await client.end();
-  }
+  await withClient(url, (client) => client.query('VACUUM'));
 }
 
 async function dropDatabase(url: string, name: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)}`);
-  } finally {
-    await client.end();
-  }
+  await withClient(url, (client) => client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)}`));
 }
 
 interface StoreRun {
@@ -493,15 +486,9 @@ async function jsonlDisk(dataDir: string, memories: number) {
 }
 
 async function postgresDisk(url: string, memories: number) {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ bytes: string }>('SELECT pg_database_size(current_database()) AS bytes');
-    const bytes = Number(rows[0].bytes);
-    return { bytes, bytes_per_memory: Math.round(bytes / memories) };
-  } finally {
-    await client.end();
-  }
+  const { rows } = await withClient(url, (client) => client.query<{ bytes: string }>('SELECT pg_database_size(current_database()) AS bytes'));
+  const bytes = Number(rows[0].bytes);
+  return { bytes, bytes_per_memory: Math.round(bytes / memories) };
 }
 
 type StoreResult = Awaited<ReturnType<typeof measureStore>> & { store_write_s: number | null; disk: { bytes_per_memory: number } };
