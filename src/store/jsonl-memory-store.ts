@@ -12,7 +12,7 @@ import { ChangeLog } from './jsonl/change-log.js';
 import { PoolFigures } from './jsonl/pool-figures.js';
 import type { AppendResult, BatchResult, BatchWrite, ChangeDraft, ChangeRead, MemoryStore, PoolFigure, RemoveResult, StoredUnit, UnitDraft, UpdateResult, UserChanges, UserSnapshot, WriteResult } from './memory-store.js';
 import { STORE_APPEND, STORE_REWRITE, withSpan } from '../telemetry/tracing.js';
-import { decodeVectors, encodeVector, patchedRecord, versionOf, withoutWriteMarks, type RecordPatch, type StoredRecord } from './stored-record.js';
+import { cachedRecord, decodeVectors, encodeVector, patchedRecord, versionOf, withoutWriteMarks, type RecordPatch, type StoredRecord } from './stored-record.js';
 
 /**
  * The store contract over a JSONL data directory that any number of processes (servers, CLI
@@ -365,9 +365,7 @@ export class JsonlMemoryStore implements MemoryStore {
   private async readUser(userId: string): Promise<UserSnapshot> {
     const loaded = await this.readRepairing(userId, (repair) => this.files.loadUnits(userId, { repair }));
     const head = this.fromRead(userId, loaded, await this.files.seqFloor(userId));
-    // History stays on disk: a cache never needs it (`history` reads it when asked). One copy of
-    // each record without it and the write marks (as `withoutWriteMarks`), not one copy for each.
-    const units: StoredUnit[] = loaded.records.map(({ history: _history, batch: _batch, batch_id: _batchId, ...record }, i) => ({ record, vector: loaded.vectors[i] }));
+    const units: StoredUnit[] = loaded.records.map((record, i) => ({ record: cachedRecord(record), vector: loaded.vectors[i] }));
     return { version: head?.version ?? 0, units, release: loaded.release };
   }
 
