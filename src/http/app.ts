@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import type { MemoryApi } from '../memory/memory-api.js';
 import { Authenticator } from './auth.js';
 import { serializeAnswer } from './json-answer.js';
-import { decodeBody, JsonSyntaxError, parseJson } from './json-body.js';
+import { readJsonBody, readJsonBodyInSlices, SLICED_BODY_BYTES } from './body-reader.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { registerConsoleRoutes } from './console-routes.js';
 import { registerMemoryPoolRoutes } from './memorypool-routes.js';
@@ -119,18 +119,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => {
     const buffer = body as Buffer;
     if (buffer.length === 0) return done(null, undefined);
-    let text: string;
-    try {
-      text = decodeBody(buffer);
-    } catch {
-      return done(createError('MALFORMED_JSON', 'Request body is not valid UTF-8'), undefined);
+    if (buffer.length >= SLICED_BODY_BYTES) {
+      readJsonBodyInSlices(buffer).then((value) => done(null, value), (error: Error) => done(error, undefined));
+      return;
     }
+    let value: unknown;
     try {
-      done(null, parseJson(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text));
+      value = readJsonBody(buffer);
     } catch (error) {
-      const detail = error instanceof JsonSyntaxError ? `Request body is not valid JSON: ${error.message}` : undefined;
-      done(createError('MALFORMED_JSON', detail), undefined);
+      return done(error as Error, undefined);
     }
+    done(null, value);
   });
 
   // Before any route: the OpenAPI document lists every route registered after this.

@@ -38,7 +38,67 @@ export function decodeBody(buffer: Buffer): string {
   return isAscii(buffer) ? buffer.toString('latin1') : utf8.decode(buffer);
 }
 
-export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
+/**
+ * The stretches of a text with no character a string stops at (a quote, a backslash or a control
+ * character), recorded ahead of the parse by a reader that has the text in pieces anyway
+ * (body-reader.ts reads a large body in slices, between which other requests run): the parse then
+ * crosses a long string without scanning it, in one step of the event loop. Only stretches of
+ * `LONG_RUN` characters or more are kept; the parse scans the rest as it would without them.
+ */
+export class StopFreeRuns {
+  static readonly LONG_RUN = 1024;
+  private readonly starts: number[] = [];
+  private readonly ends: number[] = [];
+  private open = -1;
+  private cursor = 0;
+
+  /** Records the runs of `piece`, the text's next piece, which starts at `offset` in the text. */
+  scan(piece: string, offset: number): void {
+    for (let at = 0; at < piece.length; ) {
+      STRING_RUN.lastIndex = at;
+      STRING_RUN.test(piece);
+      const stop = STRING_RUN.lastIndex;
+      if (this.open < 0) this.open = offset + at;
+      // A run reaching the piece's end may go on in the next one.
+      if (stop >= piece.length) return;
+      this.close(offset + stop);
+      at = stop + 1;
+    }
+  }
+
+  /** The text ends at `length`: a run still open ends there. */
+  finish(length: number): void {
+    if (this.open >= 0) this.close(length);
+  }
+
+  /** Every position moves back by `count` (a byte order mark taken off the text's start). */
+  shift(count: number): void {
+    for (let i = 0; i < this.starts.length; i++) {
+      this.starts[i] = Math.max(0, this.starts[i] - count);
+      this.ends[i] -= count;
+    }
+  }
+
+  /**
+   * Where the run holding `pos` ends (the first stop at or after `pos`, or the text's end), or -1
+   * when no recorded run holds it. The parse asks in increasing order of `pos`.
+   */
+  endAt(pos: number): number {
+    while (this.cursor < this.ends.length && this.ends[this.cursor] <= pos) this.cursor++;
+    return this.cursor < this.ends.length && this.starts[this.cursor] <= pos ? this.ends[this.cursor] : -1;
+  }
+
+  private close(end: number): void {
+    if (end - this.open >= StopFreeRuns.LONG_RUN) {
+      this.starts.push(this.open);
+      this.ends.push(end);
+    }
+    this.open = -1;
+  }
+}
+
+/** `runs`, when given, were recorded over this very text (StopFreeRuns). */
+export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH, runs?: StopFreeRuns): unknown {
   let pos = 0;
 
   const fail = (message: string): never => {
@@ -56,9 +116,12 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
     pos++; // opening quote
     let out = '';
     for (;;) {
-      STRING_RUN.lastIndex = pos;
-      STRING_RUN.test(text);
-      const stop = STRING_RUN.lastIndex;
+      let stop = runs === undefined ? -1 : runs.endAt(pos);
+      if (stop < 0) {
+        STRING_RUN.lastIndex = pos;
+        STRING_RUN.test(text);
+        stop = STRING_RUN.lastIndex;
+      }
       if (stop >= text.length) {
         pos = text.length;
         return fail('Unterminated string');
