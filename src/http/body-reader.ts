@@ -27,7 +27,7 @@ export function readJsonBody(buffer: Buffer): unknown {
   } catch {
     throw notUtf8();
   }
-  return parse(text.charCodeAt(0) === BYTE_ORDER_MARK ? text.slice(1) : text);
+  return parse(text);
 }
 
 /** The same value as readJsonBody's, read in slices with the event loop's other work between them. */
@@ -59,13 +59,15 @@ export async function readJsonBodyInSlices(buffer: Buffer): Promise<unknown> {
   }
   runs.finish(length);
   await nextTurn();
-  const text = pieces.join('');
-  if (text.charCodeAt(0) !== BYTE_ORDER_MARK) return parse(text, runs);
-  runs.shift(1);
-  return parse(text.slice(1), runs);
+  return parse(pieces.join(''), runs);
 }
 
+/** The body's text parsed, a byte order mark the decoder left at its start taken off (`runs` with it). */
 function parse(text: string, runs?: StopFreeRuns): unknown {
+  if (text.charCodeAt(0) === BYTE_ORDER_MARK) {
+    text = text.slice(1);
+    runs?.shift(1);
+  }
   try {
     return parseJson(text, undefined, runs);
   } catch (error) {
