@@ -157,8 +157,9 @@ function addedBy(records: readonly StoredRecord[], keepTerms: boolean, build: (u
 /** BM25's slots, postings and term table over the units' terms. */
 function bm25Part(records: readonly StoredRecord[]): Usage {
   return addedBy(records, true, (units) => {
+    // As a load adds them (UserCorpus.add): in one batch.
     const bm25 = new Bm25Index();
-    for (const unit of units) bm25.add(unit.seq, unit.terms);
+    bm25.addMany(units.map((unit) => ({ key: unit.seq, terms: unit.terms })));
     return bm25;
   });
 }

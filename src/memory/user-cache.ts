@@ -7,20 +7,20 @@ import { errorMessage } from './memory-records.js';
 import { admitUnits, dropUnits, emptyUserState, type UserState } from './user-state.js';
 
 /*
- * Measured (V8 heap plus array buffers after a forced GC, 500 users of 2 and of 40 LoCoMo turns
- * of 512 dimensions, fitted to fixed + per unit): 14 KB per user and 4.95 KB per unit, of which
- * 2 KB the vector and ~0.6 KB the text's term below. The earlier 2 KB and 0.9 KB made 32 MiB of
- * budget hold 53 MiB of users. Users loaded whole share strings and one vector slab (3.9 KB a
- * unit at 20,000 units), so for them the estimate errs on the safe side.
+ * Measured (`node --expose-gc dist/bench/cache-footprint.js --users 500 --memories 2`, then 40:
+ * live V8 heap plus array buffers over the service's baseline, LoCoMo turns, 512 dimensions;
+ * 11.5 and 96.0 MiB), fitted to fixed + per unit: ~15 KB per user and ~4.7 KB per unit, of which
+ * 2 KB the vector and ~0.8 KB the text's term below (6 bytes a character). Users loaded whole share strings and one
+ * vector slab (3.9 KB a unit at 20,000 units), so for them the estimate errs on the safe side.
  */
 /**
- * Bytes a unit costs beyond its text and vector: record, corpus unit, links, map entries, postings,
- * and (550 of them) its entity mentions and entity index entries: 66.3 → 73.2 MB live for 300
- * users of 40 LoCoMo turns with the entity index (`bench/cache-footprint.ts --users 300 --memories 40`).
+ * Bytes a unit costs beyond its text and vector: record, corpus unit, links, map entries, its
+ * BM25 postings and term pairs (int32 pairs in pools: 2,850 bytes when they were a JS array a term
+ * and a document, 120.4 MiB live in the same measurement) and its entity mentions and index entries.
  */
-const UNIT_OVERHEAD_BYTES = 2_850;
-/** Bytes a cached user costs with no memories at all (its state, corpus, maps, lock). */
-const USER_OVERHEAD_BYTES = 14_000;
+const UNIT_OVERHEAD_BYTES = 1_800;
+/** Bytes a cached user costs with no memories at all (its state, corpus, maps, lock, the BM25 index's arrays). */
+const USER_OVERHEAD_BYTES = 15_000;
 /** Bytes per HNSW entry beyond its vector copy (graph links at M = 16). */
 const GRAPH_ENTRY_BYTES = 300;
 

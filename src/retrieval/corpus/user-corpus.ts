@@ -146,6 +146,7 @@ export class UserCorpus {
     let appendOnly = before !== null;
     this.layout = null;
     const touchedSessions = new Set<string>();
+    const documents: Array<{ key: number; terms: readonly string[] }> = [];
     for (const unit of units) {
       if (this.links.has(unit.seq)) {
         this.remove(unit.seq);
@@ -153,7 +154,7 @@ export class UserCorpus {
       }
       const link = unlinked(unit);
       this.links.set(unit.seq, link);
-      this.lexical.add(unit.seq, unit.terms);
+      documents.push({ key: unit.seq, terms: unit.terms });
       this.entities.add(unit.seq, unit.entities);
       if (unit.vector === null) this.store.unembedded.add(unit.seq);
       else this.graph.add(unit.seq, unit.vector, deferIndex);
@@ -165,6 +166,8 @@ export class UserCorpus {
         touchedSessions.add(unit.sessionId);
       }
     }
+    // Nothing above reads the BM25 index: a batch's terms go in at once (a load's lists grow once).
+    this.lexical.addMany(documents);
     for (const sessionId of touchedSessions) this.sessions.relink(sessionId);
     if (appendOnly && before !== null) this.layout = extendLayout(before, units, touchedSessions, this.sessions, this.links);
   }
