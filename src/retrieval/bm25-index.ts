@@ -11,6 +11,7 @@
  */
 
 import { grownInts, PairPool, type PoolRegions } from './pair-pool.js';
+import { TopK } from './top-k.js';
 
 export interface Bm25Params {
   /** Term-frequency saturation: 0 makes a term's score ignore how often it occurs. Default 1.2. */
@@ -88,7 +89,7 @@ let scoreScratch = new Float64Array(0);
 let bulkScratch = new Int32Array(0);
 const KEPT_BULK_INTS = 1 << 16;
 
-/** `ints` int32 entries of scratch, all zero (past what a call wrote, nobody reads). */
+/** At least `ints` int32 entries of scratch, holding what the last call left: addMany writes each part before it reads it. */
 function bulkInts(ints: number): Int32Array {
   if (bulkScratch.length < ints) bulkScratch = new Int32Array(Math.max(ints, 2 * bulkScratch.length));
   return bulkScratch;
@@ -581,79 +582,4 @@ export class Bm25Index {
     this.termTable[termId * TERM_STRIDE + TERM_ROOM] = 0;
     this.freeTermIds.push(termId);
   }
-}
-
-/**
- * The k best (key, score) pairs offered, kept in a min-heap of size k: best = higher score, then
- * larger key. Offering n pairs costs O(n log k), and most offers lose to the root at once.
- */
-export class TopK {
-  private readonly keys: number[] = [];
-  private readonly scores: number[] = [];
-
-  constructor(private readonly k: number) {}
-
-  offer(key: number, score: number): void {
-    const { keys, scores } = this;
-    if (keys.length < this.k) {
-      keys.push(key);
-      scores.push(score);
-      this.siftUp(keys.length - 1);
-      return;
-    }
-    if (this.k === 0 || !better(key, score, keys[0], scores[0])) return;
-    keys[0] = key;
-    scores[0] = score;
-    this.siftDown(0);
-  }
-
-  get size(): number {
-    return this.keys.length;
-  }
-
-  /** The score of the worst pair kept (the k-th best once full). */
-  get worstScore(): number {
-    return this.scores[0];
-  }
-
-  /** Best first. */
-  sorted(): Array<{ key: number; score: number }> {
-    const out = this.keys.map((key, i) => ({ key, score: this.scores[i] }));
-    return out.sort((a, b) => b.score - a.score || b.key - a.key);
-  }
-
-  private siftUp(at: number): void {
-    const { keys, scores } = this;
-    while (at > 0) {
-      const parent = (at - 1) >> 1;
-      if (!better(keys[parent], scores[parent], keys[at], scores[at])) break;
-      this.swap(at, parent);
-      at = parent;
-    }
-  }
-
-  private siftDown(at: number): void {
-    const { keys, scores } = this;
-    for (;;) {
-      const left = 2 * at + 1;
-      const right = left + 1;
-      let worst = at;
-      if (left < keys.length && better(keys[worst], scores[worst], keys[left], scores[left])) worst = left;
-      if (right < keys.length && better(keys[worst], scores[worst], keys[right], scores[right])) worst = right;
-      if (worst === at) return;
-      this.swap(at, worst);
-      at = worst;
-    }
-  }
-
-  private swap(a: number, b: number): void {
-    const { keys, scores } = this;
-    [keys[a], keys[b]] = [keys[b], keys[a]];
-    [scores[a], scores[b]] = [scores[b], scores[a]];
-  }
-}
-
-/** Whether (key, score) ranks above (otherKey, otherScore). */
-function better(key: number, score: number, otherKey: number, otherScore: number): boolean {
-  return score > otherScore || (score === otherScore && key > otherKey);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Bm25Index, EXPANSION_MAX_SHARE, TopK } from '../../src/retrieval/bm25-index.js';
+import { Bm25Index, EXPANSION_MAX_SHARE } from '../../src/retrieval/bm25-index.js';
 
 /*
  * The hand-computed corpus: N = 3, avgdl = (2 + 3 + 1) / 3 = 2, k1 = 1.2, b = 0.75.
@@ -347,18 +347,5 @@ describe('Bm25Index top-k and per-key scoring (the path of users past the exhaus
     index.forEachScore(['common', 'rare'], (key) => visited.push(key), [0.5, 0.5]);
     expect(visited.sort((a, b) => a - b)).toEqual([0, 1]);
     expect(index.topKeys(['common', 'rare'], 10, undefined, [0.5, 0.5]).map((hit) => hit.key).sort()).toEqual([0, 1]);
-  });
-});
-
-describe('TopK', () => {
-  it('keeps the k best offers, best first, ties to the larger key', () => {
-    fc.assert(
-      fc.property(fc.array(fc.record({ key: fc.integer({ min: 0, max: 1000 }), score: fc.integer({ min: 0, max: 20 }) })), fc.integer({ min: 0, max: 30 }), (offers, k) => {
-        const top = new TopK(k);
-        for (const { key, score } of offers) top.offer(key, score);
-        const expected = [...offers].sort((a, b) => b.score - a.score || b.key - a.key).slice(0, k);
-        expect(top.sorted()).toEqual(expected);
-      }),
-    );
   });
 });
