@@ -67,7 +67,7 @@ describe('PairPool', () => {
     ),
   );
 
-  it('keeps every live region as written through any allocations, moves, frees and compactions, never past three times the most it held live', () => {
+  it('keeps every live region as written through any allocations, moves, frees and compactions, never past 4.5 times the most it held live', () => {
     fc.assert(
       fc.property(fc.array(operation, { minLength: 100, maxLength: 400, size: 'max' }), (operations) => {
         const owners = new Owners();
@@ -80,8 +80,10 @@ describe('PairPool', () => {
           let live = 0;
           for (const values of owners.model.values()) live += values.length;
           mostLive = Math.max(mostLive, live);
-          // It grows by half when at most half of it is waste (else it is compacted first): never past ~3× the most it held live.
-          expect(owners.pool.ints.length).toBeLessThanOrEqual(Math.max(64, 3 * mostLive));
+          // It grows (by half, or to fit) only when under half of what is in use is waste, else it is
+          // compacted first: under 1.5 × (2 × live + the request), and a region that moves asks for
+          // its old pairs again, so under 4.5 × the live pairs after the call.
+          expect(owners.pool.ints.length).toBeLessThanOrEqual(Math.max(64, 4.5 * mostLive));
         }
       }),
       { numRuns: 150 },
