@@ -216,23 +216,12 @@ export class Bm25Index {
       const needed = table[termId * TERM_STRIDE + TERM_COUNT] + gains[termId];
       return needed >= SLACK_FROM ? needed + (needed >> 3) : needed;
     };
+    const outgrows = (termId: number): boolean => gains[termId] > 0 && table[termId * TERM_STRIDE + TERM_COUNT] + gains[termId] > table[termId * TERM_STRIDE + TERM_ROOM];
     let moving = 0;
-    for (let termId = 0; termId < gains.length; termId++) {
-      if (gains[termId] > 0 && table[termId * TERM_STRIDE + TERM_COUNT] + gains[termId] > table[termId * TERM_STRIDE + TERM_ROOM]) moving += roomFor(termId);
-    }
+    for (let termId = 0; termId < gains.length; termId++) if (outgrows(termId)) moving += roomFor(termId);
     const pool = this.postingPairs;
     pool.reserve(moving, () => this.termRegions());
-    for (let termId = 0; termId < gains.length; termId++) {
-      const row = termId * TERM_STRIDE;
-      if (gains[termId] === 0 || table[row + TERM_COUNT] + gains[termId] <= table[row + TERM_ROOM]) continue;
-      const room = roomFor(termId);
-      const start = table[row + TERM_START];
-      const moved = pool.allocate(room, () => this.termRegions());
-      pool.ints.copyWithin(moved, start, start + 2 * table[row + TERM_COUNT]);
-      pool.free(table[row + TERM_ROOM]);
-      table[row + TERM_START] = moved;
-      table[row + TERM_ROOM] = room;
-    }
+    for (let termId = 0; termId < gains.length; termId++) if (outgrows(termId)) this.moveList(termId, roomFor(termId));
 
     this.reserveSlots(this.slotKeys.length + documents.length);
     const slotPool = this.slotPairs;
@@ -538,16 +527,24 @@ export class Bm25Index {
     const pool = this.postingPairs;
     // Room for a move, reserved first: a compaction it may bring moves this list too.
     pool.reserve(grown, () => this.termRegions());
-    const start = this.termTable[row + TERM_START];
-    if (room > 0 && start + 2 * room === pool.end) {
+    if (room > 0 && this.termTable[row + TERM_START] + 2 * room === pool.end) {
       pool.extendLast(grown - room);
+      this.termTable[row + TERM_ROOM] = grown;
     } else {
-      const moved = pool.allocate(grown, () => this.termRegions());
-      pool.ints.copyWithin(moved, start, start + 2 * this.termTable[row + TERM_COUNT]);
-      pool.free(room);
-      this.termTable[row + TERM_START] = moved;
+      this.moveList(termId, grown);
     }
-    this.termTable[row + TERM_ROOM] = grown;
+  }
+
+  /** Moves the term's list to the pool's end with room for `room` pairs (reserved by the caller); its old place is waste. */
+  private moveList(termId: number, room: number): void {
+    const row = termId * TERM_STRIDE;
+    const pool = this.postingPairs;
+    const start = this.termTable[row + TERM_START];
+    const moved = pool.allocate(room, () => this.termRegions());
+    pool.ints.copyWithin(moved, start, start + 2 * this.termTable[row + TERM_COUNT]);
+    pool.free(this.termTable[row + TERM_ROOM]);
+    this.termTable[row + TERM_START] = moved;
+    this.termTable[row + TERM_ROOM] = room;
   }
 
   /** Every term's list with its room, for a compaction of the postings' pool. */
